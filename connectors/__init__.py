@@ -1,0 +1,1 @@
+"""Storage and format connectors; core code reaches them through ``connectors.registry`` only."""

@@ -1,0 +1,20 @@
+"""Parquet sink writer."""
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from connectors.formats import WrittenFile
+from connectors.formats.encode import arrow_table
+
+
+class ParquetFormat:
+    """Write a batch as one Parquet file (zstd), or several when ``max_file_bytes`` demands."""
+
+    extension = "parquet"
+
+    @staticmethod
+    def write(fs, path: str, cols, options) -> list[WrittenFile]:
+        table = arrow_table(cols)
+        with fs.open(path, "wb") as f:
+            pq.write_table(table, f, compression=options.get("compression", "zstd"))
+        return [WrittenFile(path, table.num_rows, fs.size(path))]

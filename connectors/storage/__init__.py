@@ -1,0 +1,1 @@
+"""Filesystems behind URI schemes."""

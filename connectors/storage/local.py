@@ -1,0 +1,12 @@
+"""Local and POSIX storage."""
+from __future__ import annotations
+
+from fsspec.implementations.local import LocalFileSystem
+
+
+class LocalStorage(LocalFileSystem):
+    """POSIX paths and ``file://`` URIs; directories are created as files are written."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("auto_mkdir", True)
+        super().__init__(**kwargs)

@@ -1,0 +1,1 @@
+"""The ``dataflow`` command line."""

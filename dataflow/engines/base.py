@@ -1,0 +1,93 @@
+"""What every engine provides: compile a plan to a job, run the job, return a RunReport."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["CompiledJob", "Engine", "RunContext", "RunOptions", "RunReport", "StepReport"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: cluster addresses, limits and output preferences (all optional)."""
+
+    address: str | None = None
+    spark_master: str | None = None
+    object_store_memory: int | None = None
+    progress: bool = True
+    limit: int | None = None
+
+
+@dataclass
+class StepReport:
+    """Counters of one step (or of the reader, op ``read``)."""
+
+    op: str
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_errored: int = 0
+    seconds: float = 0.0
+    drops: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class RunReport:
+    """The outcome of a run: counts, timing, output location and per-step counters."""
+
+    pipeline: str
+    engine: str
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_errored: int = 0
+    wall_seconds: float = 0.0
+    output: str | None = None
+    errors: str | None = None
+    steps: list[StepReport] = field(default_factory=list)
+    files: int = 0
+    bytes_written: int = 0
+    published: bool = False
+    failure: str | None = None
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_in / self.wall_seconds if self.wall_seconds else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["wall_seconds"] = round(self.wall_seconds, 3)
+        d["rows_per_second"] = round(self.rows_per_second, 1)
+        for s in d["steps"]:
+            s["seconds"] = round(s["seconds"], 3)
+        return d
+
+
+class CompiledJob(Protocol):
+    """An engine's lowered job; ``describe()`` is the third section of ``dataflow explain``."""
+
+    engine: str
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where one run writes: its id, the sink's temporary folders, and storage options."""
+
+    run_id: str
+    tmp_data: str
+    side: Any
+    storage_options: dict[str, dict[str, Any]]
+
+
+class Engine(Protocol):
+    """Lower and run plans on one execution engine; the runner commits what it wrote."""
+
+    name: str
+
+    def compile(self, plan: Any) -> CompiledJob: ...
+
+    def execute(self, job: CompiledJob, ctx: RunContext, options: RunOptions) -> list[Any]:
+        """Run the job to its shard writers; return the ``WrittenFile`` entries."""
+
+    def take(self, job: CompiledJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
+        """Run the job without its sink and return its first ``n`` rows."""

@@ -1,0 +1,138 @@
+"""Lower a logical plan to a Ray Data job description (pure: no Ray import, no session)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dataflow.dsl.spec import SinkSpec, SourceSpec
+from dataflow.errors import EngineCapabilityError
+from dataflow.ops.declare import Modality
+from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write
+from dataflow.runtime.stage import StepCall
+
+__all__ = ["RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
+
+LINE_FORMATS = ("csv", "jsonl", "text")
+MEDIA_BATCH_SIZE = 64
+TABLE_BATCH_SIZE = 4096
+ACTOR_NUM_CPUS = 0.5  # fractional so an actor pool never starves the read tasks on small machines
+DEFAULT_ROWS_PER_FILE = 10_000
+DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RayRead:
+    """Read files with ``read_binary_files`` (then parse lines) or ``read_parquet``."""
+
+    source: SourceSpec
+    reader: str
+    parse: str | None
+
+
+@dataclass(frozen=True)
+class RayStage:
+    """One ``map_batches`` call: a fused stage run as tasks or as an actor pool."""
+
+    name: str
+    label: str
+    calls: tuple[StepCall, ...]
+    compute: str
+    batch_size: int
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    memory: int | None = None
+    concurrency: int | None = None
+
+
+@dataclass(frozen=True)
+class RayWrite:
+    """Write shards with our format writers from ``map_batches``, then commit at the driver."""
+
+    sink: SinkSpec
+    rows_per_file: int
+    max_file_bytes: int
+
+
+@dataclass(frozen=True)
+class RayJob:
+    """The lowered Ray Data job."""
+
+    plan: LogicalPlan
+    read: RayRead
+    stages: tuple[RayStage, ...]
+    write: RayWrite
+    engine: str = "ray"
+
+    def describe(self) -> str:
+        """The ``== Ray job ==`` section of ``dataflow explain``."""
+        r = self.read
+        parse = f" -> parse {r.parse} lines into rows" if r.parse else ""
+        lines = ["== Ray job ==", f"read: ray.data.{r.reader}({r.source.uri}){parse}"]
+        for s in self.stages:
+            res = ", ".join(
+                f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("memory", s.memory), ("concurrency", s.concurrency)) if v is not None
+            )
+            pool = "actor pool" if s.compute == "actors" else "tasks"
+            lines.append(f"{s.name}: map_batches[{s.label}] as {pool}, batch_size={s.batch_size}" + (f", {res}" if res else ""))
+        w = self.write
+        lines.append(f"write: map_batches[{w.sink.format} writer] rows_per_file={w.rows_per_file} max_file_bytes={w.max_file_bytes} -> commit {w.sink.uri}")
+        return "\n".join(lines)
+
+
+def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
+    fmt = node.source.format
+    return RayRead(source=node.source, reader="read_parquet" if fmt == "parquet" else "read_binary_files", parse=fmt if fmt in LINE_FORMATS else None)
+
+
+def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
+    res = node.resources
+    gpu = bool(res.num_gpus)
+    actors = node.stateful or gpu
+    media = plan.spec.source.format in ("image", "audio", "binary") or any(s.op.modality is not Modality.TABLE for s in node.steps)
+    return RayStage(
+        name=f"stage-{number}",
+        label=" -> ".join(s.op.name for s in node.steps),
+        calls=tuple(StepCall(index=s.index, op=s.ref or s.op.name, params=s.params.model_dump()) for s in node.steps),
+        compute="actors" if actors else "tasks",
+        batch_size=res.batch_size or (MEDIA_BATCH_SIZE if media else TABLE_BATCH_SIZE),
+        num_cpus=res.num_cpus if res.num_cpus is not None else (ACTOR_NUM_CPUS if actors else None),
+        num_gpus=res.num_gpus or None,
+        memory=res.memory,
+        concurrency=res.concurrency,
+    )
+
+
+def _single(node, plan: LogicalPlan, number: int) -> RayStage:
+    return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number)
+
+
+def _unsupported(node, plan: LogicalPlan, number: int):
+    raise EngineCapabilityError("ray", f"steps[{node.index}] ({node.op.name}): global ops are not supported by this engine yet")
+
+
+def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
+    s = node.sink
+    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
+
+
+_LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _unsupported}
+
+
+def compile_plan(plan: LogicalPlan) -> RayJob:
+    """Lower ``plan`` to a RayJob.
+
+    Raises:
+        EngineCapabilityError: a node Ray cannot run, naming the step.
+    """
+    read = write = None
+    stages = []
+    for node in plan.in_order():
+        if type(node) is Read:
+            read = _lower_read(node, plan)
+        elif type(node) is Write:
+            write = _lower_write(node, plan)
+        else:
+            lower = _LOWER_STAGE.get(type(node))
+            if lower is None:
+                raise EngineCapabilityError("ray", f"plan node {type(node).__name__}")
+            stages.append(lower(node, plan, len(stages) + 1))
+    return RayJob(plan=plan, read=read, stages=tuple(stages), write=write)

@@ -1,0 +1,49 @@
+"""RayEngine: compile plans to RayJobs and run them on a local or remote Ray cluster."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from dataflow.engines.base import RunContext, RunOptions
+from dataflow.engines.ray.compile import RayJob, compile_plan
+from dataflow.runtime.batch import length, to_rows
+
+__all__ = ["RayEngine"]
+
+
+class RayEngine:
+    """Ray Data: streaming execution, actor pools for stateful and GPU stages."""
+
+    name = "ray"
+
+    def compile(self, plan) -> RayJob:
+        return compile_plan(plan)
+
+    def _start(self, options: RunOptions) -> None:
+        from ray.data import DataContext
+
+        from dataflow.engines.ray.session import ensure_ray
+
+        ensure_ray(options.address, options.object_store_memory)
+        ctx = DataContext.get_current()
+        ctx.enable_progress_bars = bool(options.progress and sys.stderr.isatty())
+        ctx.print_on_execution_start = False
+
+    def execute(self, job: RayJob, ctx: RunContext, options: RunOptions) -> list[Any]:
+        from dataflow.engines.ray.run import build_dataset, stream_written
+
+        self._start(options)
+        ds = build_dataset(job, ctx.side, ctx.storage_options)
+        return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress)
+
+    def take(self, job: RayJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
+        from dataflow.engines.ray.run import build_dataset
+
+        self._start(options)
+        ds = build_dataset(job, ctx.side, ctx.storage_options, limit=n)
+        rows: list[dict[str, Any]] = []
+        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+            rows += to_rows(batch)[: n - len(rows)] if length(batch) else []
+            if len(rows) >= n:
+                break
+        return rows

@@ -1,0 +1,187 @@
+"""Execute a RayJob: a streaming ray.data pipeline, shard writers, then the driver's commit."""
+from __future__ import annotations
+
+import posixpath
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from dataflow.engines.ray.compile import RayJob, RayStage
+from dataflow.engines.ray.session import cluster_cpus
+from dataflow.runtime.batch import Columns, from_rows, length, take
+from dataflow.runtime.error_sink import ErrorRecord
+from dataflow.runtime.stage import StageExecutor, StepStats
+from dataflow.runtime.stats import SideOutputs, batch_key
+
+__all__ = ["build_dataset", "stream_written"]
+
+READ_STEP = -1
+
+
+class ReadAdapter:
+    """Turn reader output into rows with a ``source`` URI; parse line formats (bad lines -> errors)."""
+
+    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs):
+        self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
+
+    def __call__(self, batch: Columns) -> Columns:
+        from connectors.formats import BadRecord
+        from connectors.registry import line_reader
+
+        paths = [self.prefix + str(p) for p in batch.pop("path")]
+        st = StepStats(rows_in=len(paths))
+        if self.parse is None:
+            batch["source"] = np.array(paths, dtype=object)
+            out = batch
+        else:
+            reader, rows, errors = line_reader(self.parse), [], []
+            for path, data in zip(paths, batch["bytes"]):
+                for rec in reader(path, bytes(data), self.options):
+                    if isinstance(rec, BadRecord):
+                        errors.append(ErrorRecord(rec.source, "read", rec.error_type, rec.reason))
+                    else:
+                        rows.append(rec)
+            st.rows_in = len(rows) + len(errors)
+            st.rows_errored = len(errors)
+            out = from_rows(rows, ["source"]) if rows else {"source": np.array([], dtype=object)}
+            self.side.write("read", batch_key(paths), errors, {READ_STEP: _done(st, length(out))})
+            return out
+        self.side.write("read", batch_key(paths), [], {READ_STEP: _done(st, length(out))})
+        return out
+
+
+def _done(st: StepStats, rows_out: int) -> StepStats:
+    st.rows_out = rows_out
+    return st
+
+
+class StageFn:
+    """A fused stage as Ray runs it: built once per worker (per actor for pools)."""
+
+    def __init__(self, stage: RayStage, side: SideOutputs, device: str = "cpu"):
+        self.stage, self.side, self.device = stage, side, device
+        self._executor: StageExecutor | None = None
+
+    def __call__(self, batch: Columns) -> Columns:
+        if self._executor is None:
+            self._executor = StageExecutor(list(self.stage.calls), device=self.device)
+        key = batch_key(batch.get("source", []))
+        cols, errors, stats = self._executor(batch)
+        self.side.write(self.stage.name, key, errors, stats)
+        return cols
+
+
+class ShardWriter:
+    """Write one batch as output file(s) under the run's temporary data folder."""
+
+    def __init__(self, job: RayJob, storage_options: dict, tmp_data: str, run_id: str):
+        self.job, self.storage_options, self.tmp_data, self.run_id = job, storage_options, tmp_data, run_id
+
+    def __call__(self, batch: Columns) -> Columns:
+        from connectors.registry import filesystem, format_connector
+
+        sink = self.job.write.sink
+        fs = filesystem(sink.uri, self.storage_options)
+        writer = format_connector(sink.format)
+        n = length(batch)
+        if n == 0:
+            return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
+        key = batch_key(batch["source"])
+        parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
+        written = []
+        for i, part in enumerate(parts):
+            suffix = f"-{i}" if len(parts) > 1 else ""
+            stem = f"part-{self.run_id[:8]}-{key}{suffix}"
+            name = f"{stem}.{writer.extension}" if writer.extension else f"files-{self.run_id[:8]}-{key}{suffix}"
+            written += writer.write(fs, posixpath.join(self.tmp_data, name), part, sink.options)
+        return {
+            "path": np.array([w.path for w in written], dtype=object),
+            "rows": np.array([w.rows for w in written], dtype=np.int64),
+            "bytes": np.array([w.bytes for w in written], dtype=np.int64),
+        }
+
+
+def _row_bytes(batch: Columns) -> int:
+    total = 0
+    for v in batch.values():
+        if v.dtype == object:
+            total += sum(len(x) if isinstance(x, (bytes, str)) else (x.nbytes if isinstance(x, np.ndarray) else 16) for x in v)
+        else:
+            total += v.nbytes
+    return total
+
+
+def _split_by_bytes(batch: Columns, max_bytes: int) -> list[Columns]:
+    n = length(batch)
+    size = _row_bytes(batch)
+    if size <= max_bytes or n <= 1:
+        return [batch]
+    per_file = max(1, int(n * max_bytes / size))
+    return [take(batch, np.arange(i, min(i + per_file, n))) for i in range(0, n, per_file)]
+
+
+def _stage_kwargs(stage: RayStage) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"batch_size": stage.batch_size, "batch_format": "numpy", "zero_copy_batch": False}
+    if stage.num_cpus is not None:
+        kwargs["num_cpus"] = stage.num_cpus
+    if stage.num_gpus:
+        kwargs["num_gpus"] = stage.num_gpus
+    if stage.memory:
+        kwargs["memory"] = stage.memory
+    if stage.compute == "actors":
+        if stage.concurrency:
+            kwargs["concurrency"] = stage.concurrency
+        else:
+            per_actor = stage.num_cpus or 1.0
+            kwargs["concurrency"] = (1, max(1, int(cluster_cpus() / per_actor / 2)))
+    elif stage.concurrency:
+        kwargs["concurrency"] = stage.concurrency
+    return kwargs
+
+
+def build_dataset(job: RayJob, side: SideOutputs, storage_options: dict, limit: int | None = None):
+    """Return the streaming dataset of the job's rows after every stage (not yet written)."""
+    import pyarrow.fs as pafs
+    import ray
+
+    from connectors.registry import filesystem, list_files, scheme_of, strip_scheme
+
+    source = job.read.source
+    files = list_files(source.uri, source.format, source.options, storage_options)
+    if limit is not None and job.read.parse is None:
+        files = files[: max(limit * 4, limit + 16)]
+    fs = filesystem(source.uri, storage_options)
+    arrow_fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+    paths = [strip_scheme(f) for f in files]
+    prefix = "" if scheme_of(source.uri) == "file" else f"{source.uri.split('://', 1)[0]}://"
+    if job.read.reader == "read_parquet":
+        ds = ray.data.read_parquet(paths, filesystem=arrow_fs, include_paths=True)
+    else:
+        ds = ray.data.read_binary_files(paths, filesystem=arrow_fs, include_paths=True)
+    ds = ds.map_batches(ReadAdapter(prefix, job.read.parse, source.options, side), batch_format="numpy", zero_copy_batch=False, batch_size=None)
+    for stage in job.stages:
+        kwargs = _stage_kwargs(stage)
+        if stage.compute == "actors":
+            ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
+        else:
+            ds = ds.map_batches(StageFn(stage, side), **kwargs)
+    return ds
+
+
+def stream_written(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id: str, progress: bool) -> list[Any]:
+    """Run the pipeline to its writers; return the written files, printing a status line off a TTY."""
+    from connectors.formats import WrittenFile
+
+    w = job.write
+    out = ds.map_batches(ShardWriter(job, storage_options, tmp_data, run_id), batch_size=w.rows_per_file, batch_format="numpy", zero_copy_batch=False)
+    written, rows, last, start = [], 0, time.monotonic(), time.monotonic()
+    for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
+        for p, r, b in zip(batch["path"], batch["rows"], batch["bytes"]):
+            written.append(WrittenFile(str(p), int(r), int(b)))
+            rows += int(r)
+        if progress and not sys.stderr.isatty() and time.monotonic() - last > 5:
+            last = time.monotonic()
+            print(f"dataflow: {rows} rows written in {len(written)} files, {last - start:.0f}s", file=sys.stderr, flush=True)
+    return written

@@ -1,0 +1,33 @@
+"""Start or join a Ray cluster: the embedded local default, or the given address."""
+from __future__ import annotations
+
+import logging
+import os
+
+__all__ = ["cluster_cpus", "ensure_ray"]
+
+
+def ensure_ray(address: str | None = None, object_store_memory: int | None = None) -> None:
+    """Connect to ``address`` (or ``RAY_ADDRESS``); without either, start a local Ray on 127.0.0.1."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    address = address or os.environ.get("RAY_ADDRESS")
+    kwargs = {"logging_level": logging.WARNING, "configure_logging": True}
+    if address:
+        ray.init(address=address, **kwargs)
+        return
+    # NOTE: keeps a local Ray on loopback instead of the machine's network interface.
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if object_store_memory is None and os.environ.get("DATAFLOW_RAY_OBJECT_STORE_MEMORY"):
+        object_store_memory = int(os.environ["DATAFLOW_RAY_OBJECT_STORE_MEMORY"])
+    ray.init(include_dashboard=False, object_store_memory=object_store_memory, **kwargs)
+
+
+def cluster_cpus() -> float:
+    """CPUs the connected Ray cluster reports."""
+    import ray
+
+    return float(ray.cluster_resources().get("CPU", 1.0))

@@ -1,0 +1,290 @@
+"""``@op``: the one way to declare an operator, and the frozen types it uses."""
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+import typing
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable
+
+import pydantic
+
+from dataflow.errors import OpDefinitionError
+
+__all__ = ["BatchFormat", "Modality", "OpKind", "OpSpec", "Resources", "op"]
+
+_NAME_RE = re.compile(r"^(image|audio|text|table)\.[a-z][a-z0-9_]*$")
+_COLUMN_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+_TEMPLATE_RE = re.compile(r"^\{([a-z_][a-z0-9_]*)\}$")
+
+
+class Modality(str, enum.Enum):
+    """What kind of data an op works on; decides the default engine."""
+
+    IMAGE = "image"
+    AUDIO = "audio"
+    TEXT = "text"
+    TABLE = "table"
+
+
+class OpKind(str, enum.Enum):
+    """How an op maps rows: one to one, keep or drop, one to many, or over the whole dataset."""
+
+    MAP = "map"
+    FILTER = "filter"
+    FLAT_MAP = "flat_map"
+    GLOBAL = "global"
+
+
+class BatchFormat(str, enum.Enum):
+    """The shape of the batch an op's function receives and returns."""
+
+    NUMPY = "numpy"
+    PYARROW = "pyarrow"
+    PANDAS = "pandas"
+    ROW = "row"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one worker of a step needs, in Ray's words.
+
+    Args:
+        num_cpus: CPUs per task or actor (fractions allowed).
+        num_gpus: GPUs per task or actor; above 1 it must be a whole number.
+        memory: Bytes of memory per task or actor.
+        concurrency: Number of actors (or maximum parallel tasks).
+        batch_size: Rows per batch handed to the op.
+    """
+
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    memory: int | None = None
+    concurrency: int | None = None
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None and value < 0:
+                raise OpDefinitionError(f"Resources.{f.name} must be >= 0, got {value}")
+        if self.num_gpus is not None and self.num_gpus > 1 and self.num_gpus != int(self.num_gpus):
+            raise OpDefinitionError(f"Resources.num_gpus above 1 must be a whole number, got {self.num_gpus}")
+
+    def merged(self, override: Resources | None) -> Resources:
+        """Return these resources with every value set in ``override`` replacing ours."""
+        if override is None:
+            return self
+        changes = {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, float | int]:
+        """Return the values that are set."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def _parse_args_doc(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and its ``Args:`` entries."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    summary = lines[0].strip() if lines else ""
+    args: dict[str, str] = {}
+    in_args, current = False, None
+    for line in lines[1:]:
+        stripped = line.strip()
+        if stripped in {"Args:", "Arguments:"}:
+            in_args = True
+            continue
+        if in_args:
+            if stripped.endswith(":") and not line.startswith(" "):
+                break  # the next section
+            match = re.match(r"^\s{2,8}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if match and (len(line) - len(line.lstrip())) <= 8 and not line.startswith(" " * 9):
+                current = match.group(1)
+                args[current] = match.group(2).strip()
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}"
+            elif not stripped and current:
+                current = None
+    return summary, args
+
+
+def _param_fields(target: Callable[..., Any], op_name: str, first: bool) -> tuple[dict[str, Any], list[str]]:
+    """Build pydantic fields from the keyword-only parameters of ``target``."""
+    sig = inspect.signature(target)
+    params = list(sig.parameters.values())
+    if first:
+        if not params or params[0].name not in {"batch", "row"}:
+            raise OpDefinitionError(f"op '{op_name}': the first parameter must be 'batch' or 'row'")
+        params = params[1:]
+    hints = typing.get_type_hints(target)
+    result: dict[str, Any] = {}
+    names = []
+    for p in params:
+        if p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            raise OpDefinitionError(f"op '{op_name}': parameter '{p.name}' must be keyword-only (put it after '*')")
+        if p.name not in hints:
+            raise OpDefinitionError(f"op '{op_name}': parameter '{p.name}' has no type annotation")
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        result[p.name] = (hints[p.name], default)
+        names.append(p.name)
+    return result, names
+
+
+@dataclass(frozen=True, eq=False)
+class OpSpec:
+    """A declared operator; calling it runs the CPU path on one batch (or row)."""
+
+    name: str
+    modality: Modality
+    kind: OpKind
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    batch_format: BatchFormat
+    resources: Resources
+    target: Callable[..., Any]
+    params: type[pydantic.BaseModel]
+    summary: str
+    doc: str
+    param_docs: dict[str, str]
+    stateful: bool = False
+    extra: str | None = None
+    requires: tuple[str, ...] = ()
+    output_columns: Callable[[frozenset[str] | None, pydantic.BaseModel], frozenset[str] | None] | None = None
+    gpu_target: Callable[..., Any] | None = field(default=None, compare=False)
+    gpu_resources: Resources | None = None
+
+    def __call__(self, batch: Any, **params: Any) -> Any:
+        return self.bind(self.params(**params))(batch)
+
+    def impl(self, device: str = "cpu") -> Callable[..., Any]:
+        """Return the raw function (or class) for ``device`` ("cpu" or "gpu")."""
+        if device == "cpu":
+            return self.target
+        if device == "gpu" and self.gpu_target is not None:
+            return self.gpu_target
+        raise KeyError(f"op '{self.name}' has no '{device}' implementation")
+
+    def bind(self, params: pydantic.BaseModel, device: str = "cpu") -> Callable[[Any], Any]:
+        """Return a one-argument callable running this op with validated ``params``.
+
+        A stateful op is instantiated here, once, so the engine calls ``bind`` once per worker.
+        """
+        target = self.impl(device)
+        kwargs = params.model_dump()
+        if self.stateful:
+            return target(**kwargs)
+        return lambda batch: target(batch, **kwargs)
+
+    def columns(self, params: pydantic.BaseModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Return the (input, output) column names with ``{param}`` templates filled in."""
+        values = params.model_dump()
+
+        def fill(names: tuple[str, ...]) -> tuple[str, ...]:
+            out = []
+            for n in names:
+                m = _TEMPLATE_RE.match(n)
+                out.append(str(values[m.group(1)]) if m else n)
+            return tuple(out)
+
+        return fill(self.inputs), fill(self.outputs)
+
+    def gpu(self, *, resources: Resources = Resources(num_gpus=1)) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register the GPU implementation of this op; it must equal the CPU path (tested)."""
+        if not resources.num_gpus:
+            raise OpDefinitionError(f"op '{self.name}': a .gpu() variant must request num_gpus > 0")
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if inspect.signature(fn) != inspect.signature(self.target):
+                raise OpDefinitionError(f"op '{self.name}': the GPU variant must have the CPU function's signature")
+            object.__setattr__(self, "gpu_target", fn)
+            object.__setattr__(self, "gpu_resources", resources)
+            return fn
+
+        return register
+
+
+def op(
+    *,
+    name: str,
+    modality: str,
+    inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+    kind: str = "map",
+    batch_format: str = "numpy",
+    resources: Resources = Resources(),
+    extra: str | None = None,
+    requires: tuple[str, ...] = (),
+    output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
+) -> Callable[[Callable[..., Any] | type], OpSpec]:
+    """Declare an operator and register it.
+
+    Args:
+        name: Registry and YAML name, ``<modality>.<verb>[_<object>]``.
+        modality: One of image, audio, text, table; must equal the name's prefix.
+        inputs: Columns read; ``{param}`` names a column given by a parameter.
+        outputs: Columns written (added or replaced); ``{param}`` as for inputs.
+        kind: map, filter (returns a keep mask), flat_map or global.
+        batch_format: numpy, pyarrow, pandas or row.
+        resources: Default resources of one worker.
+        extra: The pip extra that installs what the op needs, if any.
+        requires: Modules that must import for the op to run (checked at validation).
+        output_columns: For ops whose output schema depends on params (``table.select``):
+            ``(input_columns, params) -> output_columns``.
+    """
+    from dataflow.ops.registry import register
+
+    def decorate(target: Callable[..., Any] | type) -> OpSpec:
+        if not _NAME_RE.match(name):
+            raise OpDefinitionError(f"op '{name}': name must match <image|audio|text|table>.<verb>[_<object>]")
+        if name.split(".", 1)[0] != modality:
+            raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's prefix")
+        if not outputs and kind not in {"filter", "global"}:
+            raise OpDefinitionError(f"op '{name}': outputs must not be empty")
+        for col in (*inputs, *outputs):
+            if not (_COLUMN_RE.match(col) or _TEMPLATE_RE.match(col)):
+                raise OpDefinitionError(f"op '{name}': column '{col}' must be snake_case")
+        stateful = inspect.isclass(target)
+        call = target.__init__ if stateful else target
+        fields_, names = _param_fields(call, name, first=not stateful)
+        if stateful:
+            call_params = list(inspect.signature(target.__call__).parameters)
+            if call_params[1:2] not in (["batch"], ["row"]):
+                raise OpDefinitionError(f"op '{name}': __call__ must take 'batch' or 'row'")
+        summary, arg_docs = _parse_args_doc(target.__doc__ or "")
+        if not summary:
+            raise OpDefinitionError(f"op '{name}': needs a docstring")
+        for n in names:
+            if n not in arg_docs:
+                raise OpDefinitionError(f"op '{name}': parameter '{n}' is not documented under 'Args:'")
+        for col in (*inputs, *outputs):
+            m = _TEMPLATE_RE.match(col)
+            if m and m.group(1) not in names:
+                raise OpDefinitionError(f"op '{name}': column template '{col}' names no parameter")
+        model = pydantic.create_model(
+            f"{name.replace('.', '_')}_params",
+            __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
+            **{n: (t, pydantic.Field(d, description=arg_docs[n])) for n, (t, d) in fields_.items()},
+        )
+        spec = OpSpec(
+            name=name,
+            modality=Modality(modality),
+            kind=OpKind(kind),
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            batch_format=BatchFormat(batch_format),
+            resources=resources,
+            target=target,
+            params=model,
+            summary=summary,
+            doc=inspect.cleandoc(target.__doc__ or ""),
+            param_docs=arg_docs,
+            stateful=stateful,
+            extra=extra,
+            requires=tuple(requires),
+            output_columns=output_columns,
+        )
+        register(spec)
+        return spec
+
+    return decorate

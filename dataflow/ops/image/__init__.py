@@ -1,0 +1,2 @@
+"""Image operators."""
+from dataflow.ops.image import decode, encode, filter_size, resize  # noqa: F401

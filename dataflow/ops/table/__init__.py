@@ -1,0 +1,2 @@
+"""Table operators."""
+from dataflow.ops.table import select  # noqa: F401

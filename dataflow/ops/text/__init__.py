@@ -1,0 +1,2 @@
+"""Text operators."""
+from dataflow.ops.text import filter_length  # noqa: F401

@@ -1,0 +1,1 @@
+"""Engine-agnostic run machinery: batches, stage execution, error sink, stats and commit."""

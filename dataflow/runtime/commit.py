@@ -1,0 +1,157 @@
+"""Atomic output commit: tasks write under ``<sink>/_tmp/<run_id>/``; the driver publishes.
+
+Layout of a committed sink::
+
+    <sink>/part-<run>-<key>.<ext>     data files (or <sink>/files-<run>-<key>/ for the files format)
+    <sink>/_errors/<run>-*.jsonl      row errors {source, op, error_type, reason}
+    <sink>/_manifest.json             files, rows, bytes, pipeline hash, dataflow version
+    <sink>/_SUCCESS                   written last: a reader that sees it sees everything
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from dataflow.errors import SinkExistsError
+
+__all__ = ["CommitResult", "SinkLayout", "commit_output", "publish_errors", "read_manifest", "refuse_existing", "remove_tmp"]
+
+
+@dataclass(frozen=True)
+class SinkLayout:
+    """The paths of one run's output on the sink filesystem."""
+
+    root: str
+    run_id: str
+
+    @property
+    def tmp(self) -> str:
+        return posixpath.join(self.root, "_tmp", self.run_id)
+
+    @property
+    def tmp_data(self) -> str:
+        return posixpath.join(self.tmp, "data")
+
+    @property
+    def tmp_errors(self) -> str:
+        return posixpath.join(self.tmp, "_errors")
+
+    @property
+    def tmp_stats(self) -> str:
+        return posixpath.join(self.tmp, "_stats")
+
+    @property
+    def errors(self) -> str:
+        return posixpath.join(self.root, "_errors")
+
+    @property
+    def manifest(self) -> str:
+        return posixpath.join(self.root, "_manifest.json")
+
+    @property
+    def success(self) -> str:
+        return posixpath.join(self.root, "_SUCCESS")
+
+
+def read_manifest(fs, layout: SinkLayout) -> dict[str, Any] | None:
+    """Return the committed manifest, or None when the sink holds no committed output."""
+    if not fs.exists(layout.success) or not fs.exists(layout.manifest):
+        return None
+    with fs.open(layout.manifest, "rb") as f:
+        return json.loads(f.read())
+
+
+def refuse_existing(fs, layout: SinkLayout, mode: str, uri: str) -> None:
+    """Raise when ``mode`` is ``error`` and the sink already holds committed output."""
+    if mode == "error" and fs.exists(layout.success):
+        raise SinkExistsError(
+            f"sink '{uri}' already holds committed output (mode: error); set sink.mode to 'overwrite' "
+            "to replace it or 'append' to add to it (e.g. --set sink.mode=overwrite)"
+        )
+
+
+def remove_tmp(fs, layout: SinkLayout) -> None:
+    """Delete this run's temporary folder, and ``_tmp`` itself once no other run uses it."""
+    if fs.exists(layout.tmp):
+        fs.rm(layout.tmp, recursive=True)
+    parent = posixpath.dirname(layout.tmp)
+    if fs.exists(parent) and not fs.ls(parent, detail=False):
+        fs.rmdir(parent)
+
+
+def _move_tree(fs, src_root: str, dst_root: str, rename) -> list[str]:
+    moved = []
+    if not fs.exists(src_root):
+        return moved
+    for path in sorted(fs.find(src_root)):
+        rel = posixpath.relpath(path, src_root)
+        dst = posixpath.join(dst_root, rename(rel))
+        fs.makedirs(posixpath.dirname(dst), exist_ok=True)
+        fs.mv(path, dst)
+        moved.append(dst)
+    return moved
+
+
+def publish_errors(fs, layout: SinkLayout) -> list[str]:
+    """Move this run's error records to ``<sink>/_errors/`` (also when the data is not published)."""
+    return _move_tree(fs, layout.tmp_errors, layout.errors, lambda rel: f"{layout.run_id}-{rel.replace('/', '-')}")
+
+
+@dataclass
+class CommitResult:
+    """What a commit published."""
+
+    files: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def commit_output(fs, layout: SinkLayout, mode: str, written: list[Any], manifest_extra: dict[str, Any]) -> CommitResult:
+    """Publish a run: move data into place, write the manifest, then ``_SUCCESS``.
+
+    Args:
+        fs: The sink filesystem.
+        layout: This run's paths.
+        mode: error, overwrite or append.
+        written: ``WrittenFile`` entries under ``layout.tmp_data``.
+        manifest_extra: Pipeline name, hash, report summary and the like.
+    """
+    old = read_manifest(fs, layout) if mode in ("overwrite", "append") else None
+    refuse_existing(fs, layout, mode, layout.root)
+    files = []
+    for w in sorted(written, key=lambda w: w.path):
+        rel = posixpath.relpath(w.path, layout.tmp_data)
+        dst = posixpath.join(layout.root, rel)
+        fs.makedirs(posixpath.dirname(dst), exist_ok=True)
+        fs.mv(w.path, dst)
+        files.append({"path": rel, "rows": w.rows, "bytes": w.bytes, "run_id": layout.run_id})
+    errors = publish_errors(fs, layout)
+    kept = old.get("files", []) if (old and mode == "append") else []
+    kept_errors = old.get("errors", []) if (old and mode == "append") else []
+    manifest = {
+        "version": 1,
+        **manifest_extra,
+        "run_id": layout.run_id,
+        "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "files": kept + files,
+        "errors": kept_errors + [posixpath.relpath(e, layout.root) for e in errors],
+        "runs": (old.get("runs", []) if (old and mode == "append") else []) + [layout.run_id],
+    }
+    tmp_manifest = posixpath.join(layout.tmp, "_manifest.json")
+    with fs.open(tmp_manifest, "wb") as f:
+        f.write(json.dumps(manifest, indent=2).encode("utf-8"))
+    fs.mv(tmp_manifest, layout.manifest)
+    with fs.open(layout.success, "wb") as f:
+        f.write(b"")
+    if old and mode == "overwrite":
+        live = {f["path"] for f in files}
+        for entry in old.get("files", []):
+            if entry["path"] not in live and fs.exists(posixpath.join(layout.root, entry["path"])):
+                fs.rm(posixpath.join(layout.root, entry["path"]))
+        for rel in old.get("errors", []):
+            if fs.exists(posixpath.join(layout.root, rel)):
+                fs.rm(posixpath.join(layout.root, rel))
+    remove_tmp(fs, layout)
+    return CommitResult(files=manifest["files"], errors=manifest["errors"])

@@ -1,0 +1,164 @@
+"""Run a fused stage's steps over one batch: formats, filters, flat maps and row errors.
+
+This is engine-agnostic: Ray calls it from ``map_batches`` and Spark from ``mapInArrow``. Steps are
+shipped to workers as ``StepCall`` (op name + params), so nothing bound to a session travels.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dataflow.errors import RowError
+from dataflow.ops.declare import BatchFormat, OpKind
+from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_arrow, to_rows
+from dataflow.runtime.error_sink import ErrorRecord
+
+__all__ = ["StageExecutor", "StepCall", "StepStats"]
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """What a worker needs to run one step: its place, op reference and params."""
+
+    index: int
+    op: str
+    params: dict[str, Any]
+
+
+@dataclass
+class StepStats:
+    """Counters of one step over the batches a worker ran."""
+
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_errored: int = 0
+    seconds: float = 0.0
+    drops: Counter = field(default_factory=Counter)
+
+    def add(self, other: StepStats) -> None:
+        self.rows_in += other.rows_in
+        self.rows_out += other.rows_out
+        self.rows_errored += other.rows_errored
+        self.seconds += other.seconds
+        self.drops.update(other.drops)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rows_in": self.rows_in, "rows_out": self.rows_out, "rows_errored": self.rows_errored,
+                "seconds": round(self.seconds, 6), "drops": dict(self.drops)}
+
+
+def _to_format(cols: Columns, fmt: BatchFormat) -> tuple[Any, Columns]:
+    if fmt is BatchFormat.NUMPY:
+        return dict(cols), {}
+    if fmt is BatchFormat.ROW:
+        return to_rows(cols), {}
+    table, held = to_arrow(cols, with_row_ids=True)
+    return (table if fmt is BatchFormat.PYARROW else table.to_pandas()), held
+
+
+def _from_format(result: Any, fmt: BatchFormat, held: Columns) -> Columns:
+    if isinstance(result, pd.DataFrame):
+        result = pa.Table.from_pandas(result, preserve_index=False)
+    if isinstance(result, (pa.Table, pa.RecordBatch)):
+        return from_arrow(result, held)
+    return dict(result)
+
+
+class StageExecutor:
+    """Apply a list of steps to batches, collecting row errors and per-step counters."""
+
+    def __init__(self, calls: list[StepCall], device: str = "cpu"):
+        from dataflow.ops.registry import get_op
+
+        self.calls = calls
+        self.ops = [get_op(c.op) for c in calls]
+        self._params = {spec.name: c.params for spec, c in zip(self.ops, calls)}
+        self.fns: list[Callable[[Any], Any]] = [
+            spec.bind(spec.params(**c.params), device if spec.gpu_target is not None else "cpu") for spec, c in zip(self.ops, calls)
+        ]
+
+    def __call__(self, cols: Columns) -> tuple[Columns, list[ErrorRecord], dict[int, StepStats]]:
+        errors: list[ErrorRecord] = []
+        stats: dict[int, StepStats] = {}
+        for call, spec, fn in zip(self.calls, self.ops, self.fns):
+            st = stats[call.index] = StepStats(rows_in=length(cols))
+            start = time.perf_counter()
+            if st.rows_in:
+                cols = self._step(spec, fn, cols, errors, st)
+            st.seconds = time.perf_counter() - start
+            st.rows_out = length(cols)
+        return cols, errors, stats
+
+    def _step(self, spec, fn, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:
+        if spec.batch_format is BatchFormat.ROW:
+            return self._rows(spec, fn, cols, errors, st)
+        try:
+            return self._batch(spec, fn, cols, st)
+        except RowError:
+            # Isolate the bad rows: run the batch again one row at a time.
+            parts = []
+            for i in range(length(cols)):
+                one = take(cols, np.array([i]))
+                try:
+                    parts.append(self._batch(spec, fn, one, st))
+                except RowError as exc:
+                    errors.append(_record(one["source"][0], spec.name, exc))
+                    st.rows_errored += 1
+            return _concat(parts, cols)
+
+    def _batch(self, spec, fn, cols: Columns, st: StepStats) -> Columns:
+        arg, held = _to_format(cols, spec.batch_format)
+        result = fn(arg)
+        if spec.kind is OpKind.FILTER:
+            keep, reasons = result if isinstance(result, tuple) else (result, None)
+            keep = np.asarray(keep, dtype=bool)
+            if reasons is not None:
+                st.drops.update(r for r, k in zip(reasons, keep) if not k and r)
+            else:
+                st.drops[spec.name] += int((~keep).sum())
+            return take(cols, np.flatnonzero(keep))
+        out = _from_format(result, spec.batch_format, held)
+        if spec.output_columns is not None:
+            allowed = spec.output_columns(frozenset(cols), spec.params(**self._params[spec.name]))
+            if allowed is not None:
+                out = {k: v for k, v in out.items() if k in allowed}
+        return out
+
+    def _rows(self, spec, fn, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:
+        out = []
+        names = list(cols)
+        for row in to_rows(cols):
+            try:
+                result = fn(dict(row))
+            except RowError as exc:
+                errors.append(_record(row.get("source"), spec.name, exc))
+                st.rows_errored += 1
+                continue
+            if spec.kind is OpKind.FILTER:
+                if result is True or (result is not False and not isinstance(result, str)):
+                    out.append(row)
+                else:
+                    st.drops[result if isinstance(result, str) else spec.name] += 1
+            elif spec.kind is OpKind.FLAT_MAP:
+                out += [{**row, **child} for child in result]
+            else:
+                out.append(result)
+        return from_rows(out, names) if out else {k: v[:0] for k, v in cols.items()}
+
+
+def _record(source: Any, op: str, exc: RowError) -> ErrorRecord:
+    return ErrorRecord(source=str(source), op=op, error_type=type(exc.__cause__ or exc).__name__, reason=str(exc))
+
+
+def _concat(parts: list[Columns], like: Columns) -> Columns:
+    parts = [p for p in parts if length(p)]
+    if not parts:
+        return {k: v[:0] for k, v in like.items()}
+    names = list(dict.fromkeys(k for p in parts for k in p))
+    return from_rows([r for p in parts for r in to_rows(p)], names)
