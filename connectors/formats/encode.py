@@ -1,36 +1,12 @@
-"""Column encodings shared by writers: decoded arrays as tensor structs, bytes as base64."""
+"""JSON encoding of column values shared by writers: bytes as base64, arrays as nested lists."""
 from __future__ import annotations
 
 import base64
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-__all__ = ["TENSOR_TYPE", "arrow_table", "json_value"]
-
-TENSOR_TYPE = pa.struct([("shape", pa.list_(pa.int64())), ("dtype", pa.string()), ("data", pa.binary())])
-
-
-def _tensor_cell(v: Any) -> dict | None:
-    if v is None:
-        return None
-    arr = np.ascontiguousarray(v)
-    return {"shape": list(arr.shape), "dtype": arr.dtype.str, "data": arr.tobytes()}
-
-
-def arrow_table(cols: dict[str, np.ndarray]) -> pa.Table:
-    """Return an Arrow table; ndarray cells become ``{shape, dtype, data}`` structs."""
-    arrays, names = [], []
-    for name, values in cols.items():
-        if values.dtype == object and any(isinstance(v, np.ndarray) for v in values):
-            arrays.append(pa.array([_tensor_cell(v) for v in values], type=TENSOR_TYPE))
-        elif values.dtype == object:
-            arrays.append(pa.array(list(values)))
-        else:
-            arrays.append(pa.array(values))
-        names.append(name)
-    return pa.table(arrays, names=names)
+__all__ = ["json_value"]
 
 
 def json_value(v: Any) -> Any:

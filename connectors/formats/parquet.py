@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from connectors.formats import WrittenFile
-from connectors.formats.encode import arrow_table
+from dataflow.runtime.batch import to_arrow
 
 
 class ParquetFormat:
@@ -14,7 +14,7 @@ class ParquetFormat:
 
     @staticmethod
     def write(fs, path: str, cols, options) -> list[WrittenFile]:
-        table = arrow_table(cols)
+        table = to_arrow(cols)
         with fs.open(path, "wb") as f:
             pq.write_table(table, f, compression=options.get("compression", "zstd"))
         return [WrittenFile(path, table.num_rows, fs.size(path))]

@@ -11,7 +11,7 @@ import traceback
 
 import click
 
-from dataflow.errors import DataflowError
+from dataflow.errors import DataflowError, PipelineSpecError
 
 __all__ = ["cli", "main"]
 
@@ -30,7 +30,7 @@ def _handle_errors(fn):
         except DataflowError as exc:
             if debug:
                 traceback.print_exc()
-            click.echo(f"error: {exc}" if "\n" not in str(exc) else str(exc), err=True)
+            click.echo(str(exc) if isinstance(exc, PipelineSpecError) else f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
 
     return wrapper

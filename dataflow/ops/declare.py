@@ -113,6 +113,8 @@ def _param_fields(target: Callable[..., Any], op_name: str, first: bool) -> tupl
     """Build pydantic fields from the keyword-only parameters of ``target``."""
     sig = inspect.signature(target)
     params = list(sig.parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
     if first:
         if not params or params[0].name not in {"batch", "row"}:
             raise OpDefinitionError(f"op '{op_name}': the first parameter must be 'batch' or 'row'")

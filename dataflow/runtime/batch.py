@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["Columns", "column_array", "from_arrow", "from_rows", "length", "take", "to_arrow", "to_rows"]
+__all__ = ["TENSOR_TYPE", "Columns", "column_array", "concat", "from_arrow", "from_rows", "length", "take", "to_arrow", "to_rows"]
 
 Columns = dict[str, np.ndarray]
-_ROW_ID = "__dataflow_row"
 
 
 def column_array(values: list[Any]) -> np.ndarray:
@@ -60,39 +59,73 @@ def take(cols: Columns, index: np.ndarray) -> Columns:
     return {k: v[index] for k, v in cols.items()}
 
 
+TENSOR_TYPE = pa.struct([("shape", pa.list_(pa.int64())), ("dtype", pa.string()), ("data", pa.binary())])
+
+
 def _is_tensor_column(arr: np.ndarray) -> bool:
     return arr.dtype == object and any(isinstance(v, np.ndarray) for v in arr)
 
 
-def to_arrow(cols: Columns, *, with_row_ids: bool = False) -> tuple[pa.Table, Columns]:
-    """Convert to Arrow; decoded-image (ndarray) columns are held aside and returned separately."""
-    arrays, names, held = [], [], {}
+def _tensor_cell(v: Any) -> dict | None:
+    if v is None:
+        return None
+    arr = np.ascontiguousarray(v)
+    return {"shape": list(arr.shape), "dtype": arr.dtype.str, "data": arr.tobytes()}
+
+
+def _tensor_values(col: pa.ChunkedArray) -> np.ndarray:
+    out = np.empty(len(col), dtype=object)
+    for i, cell in enumerate(col.to_pylist()):
+        out[i] = None if cell is None else np.frombuffer(cell["data"], dtype=np.dtype(cell["dtype"])).reshape(cell["shape"])
+    return out
+
+
+def to_arrow(cols: Columns) -> pa.Table:
+    """Convert to Arrow; ndarray cells (decoded images, audio) become ``{shape, dtype, data}`` structs."""
+    arrays, names = [], []
     for k, v in cols.items():
-        if _is_tensor_column(v):
-            held[k] = v
-            continue
         names.append(k)
-        arrays.append(pa.array(list(v) if v.dtype == object else v))
-    if with_row_ids:
-        names.append(_ROW_ID)
-        arrays.append(pa.array(np.arange(length(cols), dtype=np.int64)))
-    return pa.table(arrays, names=names) if names else pa.table({_ROW_ID: pa.array([], pa.int64())}), held
+        if _is_tensor_column(v):
+            arrays.append(pa.array([_tensor_cell(x) for x in v], type=TENSOR_TYPE))
+        else:
+            arrays.append(pa.array(list(v) if v.dtype == object else v))
+    return pa.table(arrays, names=names)
 
 
-def from_arrow(table: pa.Table | pa.RecordBatch, held: Columns | None = None) -> Columns:
-    """Convert from Arrow; re-attach ``held`` columns by the row ids an op carried through."""
+def from_arrow(table: pa.Table | pa.RecordBatch) -> Columns:
+    """Convert from Arrow; ``{shape, dtype, data}`` struct columns come back as ndarrays."""
     cols: Columns = {}
     for name in table.column_names:
-        if name == _ROW_ID:
-            continue
         col = table.column(name)
+        if col.type == TENSOR_TYPE:
+            cols[name] = _tensor_values(col)
+            continue
         arr = col.to_numpy(zero_copy_only=False)
         if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_string(col.type):
             arr = arr.astype(object)
         cols[name] = arr
-    if held:
-        # A one-to-one op that dropped the row ids kept the rows in order.
-        ids = table.column(_ROW_ID).to_numpy() if _ROW_ID in table.column_names else slice(None)
-        for k, v in held.items():
-            cols[k] = v[ids]
     return cols
+
+
+def concat(parts: list[Columns]) -> Columns:
+    """Concatenate batches column-wise (columns missing from a part are None there)."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return {}
+    names = list(dict.fromkeys(k for p in parts for k in p))
+    out: Columns = {}
+    for k in names:
+        pieces = [p[k] if k in p else np.full(length(p), None, dtype=object) for p in parts]
+        kinds = {a.dtype.kind for a in pieces}
+        out[k] = np.concatenate(pieces) if len(kinds) == 1 and "O" not in kinds else _object_concat(pieces)
+    return out
+
+
+def _object_concat(pieces: list[np.ndarray]) -> np.ndarray:
+    out = np.empty(sum(len(p) for p in pieces), dtype=object)
+    i = 0
+    for p in pieces:
+        for v in p:
+            out[i] = v
+            i += 1
+    return out

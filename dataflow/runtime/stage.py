@@ -53,25 +53,29 @@ class StepStats:
                 "seconds": round(self.seconds, 6), "drops": dict(self.drops)}
 
 
-def _to_format(cols: Columns, fmt: BatchFormat) -> tuple[Any, Columns]:
+def _to_format(cols: Columns, fmt: BatchFormat) -> Any:
     if fmt is BatchFormat.NUMPY:
-        return dict(cols), {}
+        return dict(cols)
     if fmt is BatchFormat.ROW:
-        return to_rows(cols), {}
-    table, held = to_arrow(cols, with_row_ids=True)
-    return (table if fmt is BatchFormat.PYARROW else table.to_pandas()), held
+        return to_rows(cols)
+    if fmt is BatchFormat.PANDAS:
+        return pd.DataFrame({k: v for k, v in cols.items()})
+    return to_arrow(cols)
 
 
-def _from_format(result: Any, fmt: BatchFormat, held: Columns) -> Columns:
+def _from_format(result: Any) -> Columns:
     if isinstance(result, pd.DataFrame):
-        result = pa.Table.from_pandas(result, preserve_index=False)
+        return {str(k): result[k].to_numpy() for k in result.columns}
     if isinstance(result, (pa.Table, pa.RecordBatch)):
-        return from_arrow(result, held)
+        return from_arrow(result)
     return dict(result)
 
 
 class StageExecutor:
-    """Apply a list of steps to batches, collecting row errors and per-step counters."""
+    """Apply a list of steps to batches, collecting row errors and per-step counters.
+
+    A global op (dedup, aggregation) is called once with the whole dataset as its batch.
+    """
 
     def __init__(self, calls: list[StepCall], device: str = "cpu"):
         from dataflow.ops.registry import get_op
@@ -113,8 +117,7 @@ class StageExecutor:
             return _concat(parts, cols)
 
     def _batch(self, spec, fn, cols: Columns, st: StepStats) -> Columns:
-        arg, held = _to_format(cols, spec.batch_format)
-        result = fn(arg)
+        result = fn(_to_format(cols, spec.batch_format))
         if spec.kind is OpKind.FILTER:
             keep, reasons = result if isinstance(result, tuple) else (result, None)
             keep = np.asarray(keep, dtype=bool)
@@ -123,7 +126,7 @@ class StageExecutor:
             else:
                 st.drops[spec.name] += int((~keep).sum())
             return take(cols, np.flatnonzero(keep))
-        out = _from_format(result, spec.batch_format, held)
+        out = _from_format(result)
         if spec.output_columns is not None:
             allowed = spec.output_columns(frozenset(cols), spec.params(**self._params[spec.name]))
             if allowed is not None:

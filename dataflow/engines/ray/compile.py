@@ -9,7 +9,7 @@ from dataflow.ops.declare import Modality
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write
 from dataflow.runtime.stage import StepCall
 
-__all__ = ["RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
+__all__ = ["RayGlobal", "RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
 
 LINE_FORMATS = ("csv", "jsonl", "text")
 MEDIA_BATCH_SIZE = 64
@@ -44,6 +44,16 @@ class RayStage:
 
 
 @dataclass(frozen=True)
+class RayGlobal:
+    """A global op (dedup, aggregation): a Ray-specific distributed lowering, or the whole dataset at once."""
+
+    name: str
+    label: str
+    call: StepCall
+    strategy: str
+
+
+@dataclass(frozen=True)
 class RayWrite:
     """Write shards with our format writers from ``map_batches``, then commit at the driver."""
 
@@ -58,7 +68,7 @@ class RayJob:
 
     plan: LogicalPlan
     read: RayRead
-    stages: tuple[RayStage, ...]
+    stages: tuple[RayStage | RayGlobal, ...]
     write: RayWrite
     engine: str = "ray"
 
@@ -68,6 +78,9 @@ class RayJob:
         parse = f" -> parse {r.parse} lines into rows" if r.parse else ""
         lines = ["== Ray job ==", f"read: ray.data.{r.reader}({r.source.uri}){parse}"]
         for s in self.stages:
+            if isinstance(s, RayGlobal):
+                lines.append(f"{s.name}: global[{s.label}] via {s.strategy}")
+                continue
             res = ", ".join(
                 f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("memory", s.memory), ("concurrency", s.concurrency)) if v is not None
             )
@@ -105,8 +118,16 @@ def _single(node, plan: LogicalPlan, number: int) -> RayStage:
     return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number)
 
 
-def _unsupported(node, plan: LogicalPlan, number: int):
-    raise EngineCapabilityError("ray", f"steps[{node.index}] ({node.op.name}): global ops are not supported by this engine yet")
+def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
+    from dataflow.engines.ray.global_ops import RAY_GLOBAL_OPS
+
+    distributed = node.op.name in RAY_GLOBAL_OPS
+    return RayGlobal(
+        name=f"stage-{number}",
+        label=node.op.name,
+        call=StepCall(index=node.index, op=node.ref or node.op.name, params=node.params.model_dump()),
+        strategy="distributed Ray lowering" if distributed else "materialize, then one call over all rows",
+    )
 
 
 def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
@@ -114,7 +135,7 @@ def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
     return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
 
 
-_LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _unsupported}
+_LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _lower_global}
 
 
 def compile_plan(plan: LogicalPlan) -> RayJob:

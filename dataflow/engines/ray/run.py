@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from dataflow.engines.ray.compile import RayJob, RayStage
+from dataflow.engines.ray.compile import RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.session import cluster_cpus
 from dataflow.runtime.batch import Columns, from_rows, length, take
 from dataflow.runtime.error_sink import ErrorRecord
@@ -162,6 +163,9 @@ def build_dataset(job: RayJob, side: SideOutputs, storage_options: dict, limit: 
         ds = ray.data.read_binary_files(paths, filesystem=arrow_fs, include_paths=True)
     ds = ds.map_batches(ReadAdapter(prefix, job.read.parse, source.options, side), batch_format="numpy", zero_copy_batch=False, batch_size=None)
     for stage in job.stages:
+        if isinstance(stage, RayGlobal):
+            ds = apply_global(ds, stage, side)
+            continue
         kwargs = _stage_kwargs(stage)
         if stage.compute == "actors":
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)

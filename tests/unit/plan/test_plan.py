@@ -1,0 +1,109 @@
+"""Plan building, column-flow checks, rules (on hand-built plans) and explain, with no engine."""
+from __future__ import annotations
+
+import pytest
+
+import dataflow
+from dataflow.errors import PlanError
+from dataflow.ops import Resources, get_op
+from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
+from dataflow.plan.nodes import FusedMap, LogicalPlan, Map, Read, Write
+from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
+
+
+def _spec(*steps, fmt="image", engine="auto"):
+    p = dataflow.read("/d", format=fmt, name="t")
+    for name, params in steps:
+        p = p.apply(name, **params)
+    return p.write("/o").with_engine(engine).spec
+
+
+def test_build_plan_has_one_node_per_step_between_read_and_write():
+    plan = build_plan(_spec(("image.decode", {}), ("image.resize", {"max_side": 8})))
+    assert [type(n).__name__ for n in plan.nodes] == ["Read", "Map", "Map", "Write"]
+    assert plan.nodes[2].params.max_side == 8
+
+
+def test_missing_column_names_the_step_and_the_fix():
+    with pytest.raises(PlanError) as info:
+        validate_plan(build_plan(_spec(("image.resize", {"max_side": 8}))))
+    assert "steps[0] (image.resize) needs column 'image'" in str(info.value)
+    assert "add image.decode before it" in str(info.value)
+
+
+def test_configurable_columns_flow_between_ops():
+    spec = _spec(("image.decode", {"output": "pixels"}), ("image.resize", {"column": "pixels"}))
+    validate_plan(build_plan(spec))
+    with pytest.raises(PlanError, match="needs column 'image'"):
+        validate_plan(build_plan(_spec(("image.decode", {"output": "pixels"}), ("image.resize", {}))))
+
+
+def test_text_op_on_image_source_fails_column_flow():
+    with pytest.raises(PlanError, match="needs column 'text'"):
+        validate_plan(build_plan(_spec(("text.filter_length", {"min_chars": 1}))))
+
+
+def test_tabular_sources_have_open_schemas():
+    validate_plan(build_plan(_spec(("text.filter_length", {"min_chars": 1}), fmt="jsonl")))
+
+
+def _step(i, name, **res):
+    op = get_op(name)
+    return Map(index=i, op=op, params=op.params(), resources=op.resources.merged(Resources(**res)), engine="ray")
+
+
+def _hand_plan(*steps):
+    spec = _spec(("image.decode", {}))
+    return LogicalPlan(spec=spec, nodes=(Read(spec.source, engine="ray"), *steps, Write(spec.sink, engine="ray")))
+
+
+def test_fuse_adjacent_cpu_maps_into_one_stage():
+    plan = FuseAdjacentMaps().apply(_hand_plan(_step(0, "image.decode"), _step(1, "image.resize"), _step(2, "image.encode")))
+    (stage,) = [n for n in plan.nodes if isinstance(n, FusedMap)]
+    assert [s.op.name for s in stage.steps] == ["image.decode", "image.resize", "image.encode"]
+
+
+def test_gpu_step_and_conflicting_pool_shapes_are_not_fused():
+    plan = FuseAdjacentMaps().apply(
+        _hand_plan(_step(0, "image.decode"), _step(1, "image.resize", num_gpus=1), _step(2, "image.encode", batch_size=8), _step(3, "image.encode", batch_size=16))
+    )
+    stages = [[s.op.name for s in n.steps] for n in plan.nodes if isinstance(n, FusedMap)]
+    assert stages == [["image.decode"], ["image.resize"], ["image.encode"], ["image.encode"]]
+
+
+def test_fused_stage_takes_the_largest_cpu_request():
+    plan = FuseAdjacentMaps().apply(_hand_plan(_step(0, "image.decode", num_cpus=1), _step(1, "image.resize", num_cpus=2, batch_size=32)))
+    (stage,) = [n for n in plan.nodes if isinstance(n, FusedMap)]
+    assert (stage.resources.num_cpus, stage.resources.batch_size) == (2, 32)
+
+
+@pytest.mark.parametrize(
+    "fmt,steps,engine,expected",
+    [
+        ("image", [("image.decode", {})], "auto", "ray"),
+        ("jsonl", [("text.filter_length", {})], "auto", "ray"),
+        ("image", [("image.decode", {})], "ray", "ray"),
+    ],
+    ids=["media-auto", "text-op-on-jsonl", "explicit"],
+)
+def test_assign_engines(fmt, steps, engine, expected):
+    plan = AssignEngines().apply(build_plan(_spec(*steps, fmt=fmt, engine=engine)))
+    assert {n.engine for n in plan.nodes} == {expected}
+    assert plan.engine_reason
+
+
+def test_table_only_pipeline_goes_to_spark_when_available():
+    spec = _spec(("table.select", {"columns": ["a"]}), fmt="parquet")
+    assert AssignEngines(spark_available=True).apply(build_plan(spec)).engine == "spark"
+    assert "Spark engine is not installed" in AssignEngines(spark_available=False).apply(build_plan(spec)).engine_reason
+
+
+def test_explain_sections_show_the_fused_stage():
+    plan = build_plan(_spec(("image.decode", {}), ("image.resize", {"max_side": 16})))
+    optimized = optimize(plan, (AssignEngines(), FuseAdjacentMaps()))
+    logical, opt = render_logical(plan), render_optimized(optimized)
+    assert logical.startswith("== Logical plan ==")
+    assert "Map[image.resize](max_side=16" in logical
+    assert opt.startswith("== Optimized plan (engine per step) ==")
+    assert "FusedMap[image.decode -> image.resize]" in opt
+    assert "engine: ray (auto: image steps run on Ray Data)" in opt
