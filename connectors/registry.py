@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from dataflow.errors import ConnectorError
 
-__all__ = ["FORMATS", "STORAGE", "filesystem", "format_connector", "join", "line_reader", "list_files", "scheme_of", "strip_scheme"]
+__all__ = ["FORMATS", "STORAGE", "filesystem", "format_connector", "join", "line_reader", "list_files", "parquet_parts", "read_parquet_part", "scheme_of", "strip_scheme"]
 
 STORAGE: dict[str, dict[str, str]] = {
     "file": {"class": "connectors.storage.local:LocalStorage"},
@@ -105,6 +105,20 @@ def list_files(uri: str, fmt: str, options: dict[str, Any], storage_options: dic
     from connectors.listing import list_files as _list
 
     return _list(filesystem(uri, storage_options), uri, strip_scheme(uri), fmt, options)
+
+
+def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = None) -> list[tuple[int, int, int]]:
+    """Return the row groups of a Parquet file as ``(row_group, first_row, num_rows)``."""
+    from connectors.formats.parquet import row_groups
+
+    return row_groups(filesystem(uri, storage_options), strip_scheme(uri))
+
+
+def read_parquet_part(uri: str, row_group: int, storage_options: dict[str, dict[str, Any]] | None = None, columns: list[str] | None = None):
+    """Read one row group of a Parquet file as an Arrow table."""
+    from connectors.formats.parquet import read_row_group
+
+    return read_row_group(filesystem(uri, storage_options), strip_scheme(uri), row_group, columns)
 
 
 def line_reader(fmt: str):

@@ -113,16 +113,24 @@ def _top_reasons(fs, errors_dir: str) -> str:
     return "; ".join(f"{op}: {reason} (x{n})" for (op, reason), n in counts.most_common(3))
 
 
-def _root_cause(exc: BaseException) -> BaseException:
-    """The user's exception inside an engine's wrappers (Ray keeps it in ``.cause``)."""
-    seen = set()
-    while id(exc) not in seen:
-        seen.add(id(exc))
-        inner = getattr(exc, "cause", None) or exc.__cause__
-        if not isinstance(inner, BaseException):
-            break
-        exc = inner
-    return exc
+_CHAINED = "The above exception was the direct cause of the following exception:"
+
+
+def _failure_text(exc: BaseException) -> str:
+    """The user's exception inside an engine's wrappers, as ``Type: message``.
+
+    Engines that run tasks in other processes ship the task's traceback as text; its first
+    chained error is the one the op raised.
+    """
+    text = str(exc)
+    if _CHAINED in text:
+        lines = [line for line in text.split(_CHAINED, 1)[0].splitlines() if line.strip()]
+        if lines:
+            return lines[-1].strip()
+    inner = getattr(exc, "cause", None) or exc.__cause__
+    if isinstance(inner, BaseException) and inner is not exc:
+        return _failure_text(inner)
+    return f"{type(exc).__name__}: {text.strip()}"
 
 
 def run_pipeline(spec: PipelineSpec, options: RunOptions = RunOptions()) -> RunReport:
@@ -151,9 +159,8 @@ def run_pipeline(spec: PipelineSpec, options: RunOptions = RunOptions()) -> RunR
     except DataflowError:
         raise
     except Exception as exc:
-        root = _root_cause(exc)
         raise RunError(
-            f"run of '{spec.name}' failed on engine {engine.name}: {type(root).__name__}: {str(root).strip()[:500]} "
+            f"run of '{spec.name}' failed on engine {engine.name}: {_failure_text(exc)[:500]} "
             f"(a bug in an op or the engine, not bad data; run with --debug for the traceback; partial output left under {layout.tmp})"
         ) from exc
     report = _report(spec, engine.name, read_stats(fs, layout.tmp_stats), written, time.monotonic() - start)

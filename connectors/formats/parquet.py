@@ -18,3 +18,21 @@ class ParquetFormat:
         with fs.open(path, "wb") as f:
             pq.write_table(table, f, compression=options.get("compression", "zstd"))
         return [WrittenFile(path, table.num_rows, fs.size(path))]
+
+
+def row_groups(fs, path: str) -> list[tuple[int, int, int]]:
+    """Return ``(row_group, first_row, num_rows)`` for each row group of a Parquet file (footer only)."""
+    with fs.open(path, "rb") as f:
+        meta = pq.ParquetFile(f).metadata
+    out, offset = [], 0
+    for i in range(meta.num_row_groups):
+        n = meta.row_group(i).num_rows
+        out.append((i, offset, n))
+        offset += n
+    return out
+
+
+def read_row_group(fs, path: str, row_group: int, columns: list[str] | None = None):
+    """Read one row group as an Arrow table."""
+    with fs.open(path, "rb") as f:
+        return pq.ParquetFile(f).read_row_group(row_group, columns=columns)

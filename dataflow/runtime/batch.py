@@ -63,7 +63,8 @@ TENSOR_TYPE = pa.struct([("shape", pa.list_(pa.int64())), ("dtype", pa.string())
 
 
 def _is_tensor_column(arr: np.ndarray) -> bool:
-    return arr.dtype == object and any(isinstance(v, np.ndarray) for v in arr)
+    # Engines hand equal-shaped tensors over as one N-D array, ragged ones as objects.
+    return arr.ndim > 1 or (arr.dtype == object and any(isinstance(v, np.ndarray) for v in arr))
 
 
 def _tensor_cell(v: Any) -> dict | None:

@@ -76,7 +76,9 @@ class RayJob:
         """The ``== Ray job ==`` section of ``dataflow explain``."""
         r = self.read
         parse = f" -> parse {r.parse} lines into rows" if r.parse else ""
-        lines = ["== Ray job ==", f"read: ray.data.{r.reader}({r.source.uri}){parse}"]
+        what = "parquet row groups" if r.parse == "parquet" else r.source.uri
+        parse = " -> read each row group into rows" if r.parse == "parquet" else parse
+        lines = ["== Ray job ==", f"read: ray.data.{r.reader}({what}){parse}"]
         for s in self.stages:
             if isinstance(s, RayGlobal):
                 lines.append(f"{s.name}: global[{s.label}] via {s.strategy}")
@@ -93,7 +95,10 @@ class RayJob:
 
 def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
     fmt = node.source.format
-    return RayRead(source=node.source, reader="read_parquet" if fmt == "parquet" else "read_binary_files", parse=fmt if fmt in LINE_FORMATS else None)
+    if fmt == "parquet":
+        # One read task per row group, listed from the footers: exact row offsets in ``source``.
+        return RayRead(source=node.source, reader="from_items", parse="parquet")
+    return RayRead(source=node.source, reader="read_binary_files", parse=fmt if fmt in LINE_FORMATS else None)
 
 
 def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:

@@ -11,7 +11,7 @@ import numpy as np
 from dataflow.engines.ray.compile import RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.session import cluster_cpus
-from dataflow.runtime.batch import Columns, from_rows, length, take
+from dataflow.runtime.batch import Columns, concat, from_arrow, from_rows, length, take
 from dataflow.runtime.error_sink import ErrorRecord
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
@@ -24,13 +24,16 @@ READ_STEP = -1
 class ReadAdapter:
     """Turn reader output into rows with a ``source`` URI; parse line formats (bad lines -> errors)."""
 
-    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs):
+    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict):
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
+        self.storage_options = storage_options
 
     def __call__(self, batch: Columns) -> Columns:
         from connectors.formats import BadRecord
         from connectors.registry import line_reader
 
+        if self.parse == "parquet":
+            return self._parquet(batch)
         paths = [self.prefix + str(p) for p in batch.pop("path")]
         st = StepStats(rows_in=len(paths))
         if self.parse is None:
@@ -50,6 +53,22 @@ class ReadAdapter:
             self.side.write("read", batch_key(paths), errors, {READ_STEP: _done(st, length(out))})
             return out
         self.side.write("read", batch_key(paths), [], {READ_STEP: _done(st, length(out))})
+        return out
+
+
+    def _parquet(self, batch: Columns) -> Columns:
+        from connectors.registry import read_parquet_part
+
+        parts = []
+        names = [f"{u}#row_group={g}" for u, g in zip(batch["uri"], batch["row_group"])]
+        for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
+            cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns")))
+            n = length(cols)
+            cols.pop("source", None)
+            parts.append({"source": np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object), **cols})
+        out = concat(parts) if parts else {"source": np.array([], dtype=object)}
+        rows = length(out)
+        self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})
         return out
 
 
@@ -147,21 +166,23 @@ def build_dataset(job: RayJob, side: SideOutputs, storage_options: dict, limit: 
     import pyarrow.fs as pafs
     import ray
 
-    from connectors.registry import filesystem, list_files, scheme_of, strip_scheme
+    from connectors.registry import filesystem, list_files, parquet_parts, scheme_of, strip_scheme
 
     source = job.read.source
     files = list_files(source.uri, source.format, source.options, storage_options)
     if limit is not None and job.read.parse is None:
         files = files[: max(limit * 4, limit + 16)]
-    fs = filesystem(source.uri, storage_options)
-    arrow_fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
     paths = [strip_scheme(f) for f in files]
     prefix = "" if scheme_of(source.uri) == "file" else f"{source.uri.split('://', 1)[0]}://"
-    if job.read.reader == "read_parquet":
-        ds = ray.data.read_parquet(paths, filesystem=arrow_fs, include_paths=True)
+    if job.read.reader == "from_items":
+        parts = [{"uri": f, "row_group": g, "first_row": o} for f in files for g, o, _ in parquet_parts(f, storage_options)]
+        ds = ray.data.from_items(parts, override_num_blocks=max(1, min(len(parts), 200)))
     else:
+        fs = filesystem(source.uri, storage_options)
+        arrow_fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
         ds = ray.data.read_binary_files(paths, filesystem=arrow_fs, include_paths=True)
-    ds = ds.map_batches(ReadAdapter(prefix, job.read.parse, source.options, side), batch_format="numpy", zero_copy_batch=False, batch_size=None)
+    adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options)
+    ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
     for stage in job.stages:
         if isinstance(stage, RayGlobal):
             ds = apply_global(ds, stage, side)
