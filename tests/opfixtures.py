@@ -25,3 +25,25 @@ def tag_length(batch: dict, *, column: str = "text") -> dict:
     """
     batch["length"] = np.array([len(t) for t in batch[column]], dtype=np.int64)
     return batch
+
+
+@op(name="text.count_in_actor", modality="text", inputs=("text",), outputs=("calls", "pid"), batch_format="numpy")
+class CountInActor:
+    """Number each batch an actor sees: shows the op was built once per actor.
+
+    Args:
+        start: Number given to the first batch.
+    """
+
+    def __init__(self, *, start: int = 1):
+        import os
+
+        self.calls = start - 1
+        self.pid = os.getpid()
+
+    def __call__(self, batch: dict) -> dict:
+        self.calls += 1
+        n = len(batch["text"])
+        batch["calls"] = np.full(n, self.calls, dtype=np.int64)
+        batch["pid"] = np.full(n, self.pid, dtype=np.int64)
+        return batch

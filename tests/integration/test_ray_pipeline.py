@@ -165,3 +165,18 @@ def test_a_bug_in_an_op_fails_the_run_loudly(ray_local, tmp_path):
     with pytest.raises(RunError, match="ValueError: kaboom"):
         run_pipeline(p.spec, QUIET)
     assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+def test_stateful_op_runs_as_an_actor_pool_built_once_per_actor(ray_local, tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.txt").write_text("\n".join(f"line {i}" for i in range(40)))
+    p = (
+        dataflow.read(str(tmp_path / "t"), format="text", split="line")
+        .apply("tests.opfixtures:CountInActor", resources={"batch_size": 10, "concurrency": 1})
+        .write(str(tmp_path / "out"))
+    )
+    assert "as actor pool, batch_size=10, num_cpus=0.5, concurrency=1" in p.explain()
+    p.run(progress=False)
+    rows = _rows(tmp_path / "out")
+    assert len(rows) == 40 and len({r["pid"] for r in rows}) == 1
+    assert sorted({r["calls"] for r in rows}) == [1, 2, 3, 4]
