@@ -7,21 +7,28 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
+import posixpath
+import sys
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from typing import Any
 
-from dataflow.dsl.spec import PipelineSpec
+from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
 from dataflow.engines.base import RunContext, RunOptions, RunReport, StepReport
 from dataflow.errors import DataflowError, RunError
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
-from dataflow.plan.nodes import LogicalPlan
+from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write
 from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp
+from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, read_errors, read_stats
 
-__all__ = ["ENGINES", "BudgetExceededError", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
+__all__ = ["ENGINES", "BudgetExceededError", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
 
 ENGINES = {"ray": "dataflow.engines.ray:RayEngine", "spark": "dataflow.engines.spark:SparkEngine"}
 
@@ -73,7 +80,7 @@ def pipeline_hash(spec: PipelineSpec) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _report(spec: PipelineSpec, engine: str, stats, written, wall: float) -> RunReport:
+def _report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunReport:
     read = stats.get(-1)
     steps = [StepReport(op="read", rows_in=read.rows_in, rows_out=read.rows_out, rows_errored=read.rows_errored, seconds=read.seconds)] if read else []
     for i, step in enumerate(spec.steps):
@@ -86,13 +93,14 @@ def _report(spec: PipelineSpec, engine: str, stats, written, wall: float) -> Run
         pipeline=spec.name,
         engine=engine,
         rows_in=read.rows_in if read else 0,
-        rows_out=sum(w.rows for w in written),
+        rows_out=sum(f.rows for f in files),
         rows_errored=sum(s.rows_errored for s in stats.values()),
         wall_seconds=wall,
         output=spec.sink.uri,
+        errors=f"{spec.sink.uri.rstrip('/')}/_errors/",
         steps=steps,
-        files=len(written),
-        bytes_written=sum(w.bytes for w in written),
+        files=len(files),
+        bytes_written=sum(f.bytes for f in files),
     )
 
 
@@ -106,10 +114,10 @@ def _budget_problem(spec: PipelineSpec, report: RunReport) -> str | None:
     return None
 
 
-def _top_reasons(fs, errors_dir: str) -> str:
+def _top_reasons(fs, errors_dirs: list[str]) -> str:
     from collections import Counter
 
-    counts = Counter((r["op"], r["reason"].split(":")[0]) for r in read_errors(fs, errors_dir, limit=10_000))
+    counts = Counter((r["op"], r["reason"].split(":")[0]) for r in read_errors(fs, errors_dirs, limit=10_000))
     return "; ".join(f"{op}: {reason} (x{n})" for (op, reason), n in counts.most_common(3))
 
 
@@ -133,8 +141,44 @@ def _failure_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.strip()}"
 
 
-def run_pipeline(spec: PipelineSpec, options: RunOptions = RunOptions()) -> RunReport:
+@dataclass(frozen=True)
+class _Phase:
+    """One engine job over shards: the whole plan, or the part before / from a global step."""
+
+    name: str
+    job: Any
+    sharded: bool
+
+
+def _split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPlan, LogicalPlan | None]:
+    """Cut before the first global step: the map part runs per shard into a Parquet checkpoint."""
+    cut = next((i for i, n in enumerate(plan.nodes) if isinstance(n, Shuffle)), None)
+    if cut is None:
+        return plan, None
+    engine = plan.nodes[cut].engine
+    checkpoint_sink = SinkSpec(uri=plan.spec.sink.uri, format="parquet")
+    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)))
+    source = SourceSpec(uri=checkpoint_uri, format="parquet")
+    tail = replace(plan, nodes=(Read(source=source, engine=engine), *plan.nodes[cut:]))
+    return head, tail
+
+
+def _phases(engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
+    head, tail = _split_at_global(optimized, checkpoint_uri)
+    if tail is None:
+        return [_Phase("map", job, sharded=True)]
+    return [_Phase("map", engine.compile(head), sharded=True), _Phase("global", engine.compile(tail), sharded=False)]
+
+
+def run_pipeline(
+    spec: PipelineSpec, options: RunOptions = RunOptions(), *, restart: bool = False, shard: tuple[int, int] | None = None
+) -> RunReport:
     """Run a pipeline to its sink and commit; return the report.
+
+    The input is split into deterministic shards; each finished shard is staged with a marker
+    under ``<sink>/_dataflow/``, so running the same pipeline again after a crash resumes from
+    the markers (``restart`` discards them). With ``shard=(i, n)`` only the i-th of n shards runs
+    and is staged, for ``commit_shards`` to publish once all n are there.
 
     Raises:
         PipelineSpecError, PlanError: before anything starts.
@@ -142,50 +186,141 @@ def run_pipeline(spec: PipelineSpec, options: RunOptions = RunOptions()) -> RunR
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, strip_scheme
+    from connectors.registry import filesystem, list_files, strip_scheme
 
     _, optimized, engine, job = compile_pipeline(spec)
-    sink = spec.sink
-    storage = spec.storage.options
+    sink, source, storage = spec.sink, spec.source, spec.storage.options
     fs = filesystem(sink.uri, storage)
     run_id = uuid.uuid4().hex[:12]
     layout = SinkLayout(strip_scheme(sink.uri), run_id)
     refuse_existing(fs, layout, sink.mode, sink.uri)
-    side = SideOutputs(uri=sink.uri, storage_options=storage, stats_dir=layout.tmp_stats, errors_dir=layout.tmp_errors)
-    ctx = RunContext(run_id=run_id, tmp_data=layout.tmp_data, side=side, storage_options=storage)
     start = time.monotonic()
+    inputs = list_files(source.uri, source.format, source.options, storage)
+    shards = make_shards(inputs, count=shard[1] if shard else None, files_per_shard=source.options.get("files_per_shard"))
+    progress = Progress(fs, layout.root)
+    state = {"pipeline_hash": pipeline_hash(spec), "input_fingerprint": input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]), "shards": len(shards)}
+    done, note = progress.begin(state, restart=restart)
+    if note and options.progress:
+        print(f"dataflow: {note}", file=sys.stderr, flush=True)
+    phases = _phases(engine, optimized, job, progress.staged)
+    todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]
     try:
-        written = engine.execute(job, ctx, options)
+        _run_shards(engine, phases[0].job, todo, layout, progress, spec, options)
+        if shard is not None:
+            markers = [m for m in progress.completed().values()]
+            return _report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
+        if len(phases) > 1:
+            _run_global(engine, phases[1].job, layout, progress, options)
     except DataflowError:
         raise
     except Exception as exc:
         raise RunError(
             f"run of '{spec.name}' failed on engine {engine.name}: {_failure_text(exc)[:500]} "
-            f"(a bug in an op or the engine, not bad data; run with --debug for the traceback; partial output left under {layout.tmp})"
+            f"(a bug in an op or the engine, not bad data; run with --debug for the traceback; committed shards are kept for a resume)"
         ) from exc
-    report = _report(spec, engine.name, read_stats(fs, layout.tmp_stats), written, time.monotonic() - start)
-    report.errors = f"{sink.uri.rstrip('/')}/_errors/"
+    return _finish(spec, engine.name, fs, layout, progress, start)
+
+
+def _shard_context(layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs) -> tuple[str, RunContext]:
+    tmp = posixpath.join(layout.tmp, shard_id)
+    side = SideOutputs(uri=spec.sink.uri, storage_options=spec.storage.options, stats_dir=posixpath.join(tmp, "_stats"), errors_dir=posixpath.join(tmp, "_errors"))
+    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs)
+
+
+def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions) -> None:
+    """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
+
+    def one(s: Shard) -> None:
+        tmp, ctx = _shard_context(layout, s.id, layout.run_id, spec, s.inputs)
+        written = engine.execute(job, ctx, options) if s.inputs else []
+        progress.stage(s, tmp, written, phase="map")
+
+    workers = max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in as_completed([pool.submit(one, s) for s in shards]):
+            future.result()
+            limit = spec.errors.max_errors
+            if limit is not None:
+                stats = read_stats(progress.fs, progress.side_dirs(list(progress.completed().values()), "_stats"))
+                if sum(st.rows_errored for st in stats.values()) > limit:
+                    pool.shutdown(cancel_futures=True)  # the budget check at the end reports it
+                    break
+
+
+def _run_global(engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:
+    """Run the part from the first global step once, over the staged checkpoint of all shards."""
+    maps = [m for m in progress.completed().values() if m["phase"] == "map"]
+    final = Shard(index=len(maps), count=len(maps), inputs=("global",))
+    if final.id in progress.completed():
+        return
+    checkpoint = [f.src for f in progress.staged_files(maps) if f.src.endswith(".parquet")]
+    spec = job.plan.spec
+    tmp, ctx = _shard_context(layout, final.id, layout.run_id, spec, tuple(checkpoint))
+    written = engine.execute(job, ctx, options) if checkpoint else []
+    progress.stage(final, tmp, written, phase="global")
+
+
+def _stats(fs, progress: Progress, markers: list[dict[str, Any]]):
+    stats = read_stats(fs, progress.side_dirs([m for m in markers if m["phase"] == "map"], "_stats"))
+    for index, st in read_stats(fs, progress.side_dirs([m for m in markers if m["phase"] == "global"], "_stats"), skip=frozenset({-1})).items():
+        stats.setdefault(index, StepStats()).add(st)
+    return stats
+
+
+def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progress: Progress, start: float) -> RunReport:
+    """Check the error budget over every shard, then commit, write the report, drop the progress."""
+    from dataflow import __version__
+
+    markers = list(progress.completed().values())
+    has_global = any(m["phase"] == "global" for m in markers)
+    outputs = [m for m in markers if m["phase"] == ("global" if has_global else "map")]
+    files = progress.staged_files(outputs)
+    report = _report(spec, engine_name, _stats(fs, progress, markers), files, time.monotonic() - start)
+    error_dirs = progress.side_dirs(markers, "_errors")
     problem = _budget_problem(spec, report)
     if problem:
-        reasons = _top_reasons(fs, layout.tmp_errors)
-        publish_errors(fs, layout)
+        reasons = _top_reasons(fs, error_dirs)
+        publish_errors(fs, layout, error_dirs)
+        progress.clear()
         remove_tmp(fs, layout)
         report.failure = f"error budget exceeded: {problem}; nothing was published"
         raise BudgetExceededError(f"{report.failure}. Top reasons: {reasons}. Records are in {report.errors}", report)
-    from dataflow import __version__
-
-    commit_output(fs, layout, sink.mode, written, {
+    state = json.loads(fs.cat_file(progress.state_path))
+    commit_output(fs, layout, spec.sink.mode, files, error_dirs, {
         "pipeline": spec.name,
-        "pipeline_hash": pipeline_hash(spec),
+        "pipeline_hash": state["pipeline_hash"],
+        "input_fingerprint": state["input_fingerprint"],
         "dataflow_version": __version__,
-        "engine": engine.name,
+        "engine": engine_name,
         "rows_in": report.rows_in,
         "rows_out": report.rows_out,
         "rows_errored": report.rows_errored,
+        "shards": [{"shard": m["shard"], "inputs": m["inputs"], "files": [f["rel"] for f in m["files"]]} for m in sorted(markers, key=lambda m: m["shard"])],
     })
+    progress.clear()
     report.published = True
     report.wall_seconds = time.monotonic() - start
+    with fs.open(posixpath.join(progress.base, "report.json"), "wb") as f:
+        f.write(json.dumps(report.to_dict(), indent=2).encode("utf-8"))
     return report
+
+
+def commit_shards(spec: PipelineSpec, count: int) -> RunReport:
+    """Publish a sink whose ``count`` shards were run separately (``dataflow run --shard i/N``).
+
+    Raises:
+        RunError: some shard markers are missing (names them).
+    """
+    from connectors.registry import filesystem, strip_scheme
+
+    fs = filesystem(spec.sink.uri, spec.storage.options)
+    layout = SinkLayout(strip_scheme(spec.sink.uri), uuid.uuid4().hex[:12])
+    progress = Progress(fs, layout.root)
+    have = {m["index"] for m in progress.completed().values() if m["count"] == count}
+    missing = sorted(set(range(count)) - have)
+    if missing:
+        raise RunError(f"cannot commit {spec.sink.uri}: shard(s) {', '.join(map(str, missing))} of {count} have no completion marker yet")
+    return _finish(spec, "shards", fs, layout, progress, time.monotonic())
 
 
 def take_rows(spec: PipelineSpec, n: int, options: RunOptions = RunOptions()) -> list[dict[str, Any]]:

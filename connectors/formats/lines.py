@@ -57,8 +57,7 @@ def read_jsonl(source: str, data: bytes, options: dict[str, Any]) -> Iterator[di
         if not isinstance(value, dict):
             yield BadRecord(src, "TypeError", f"expected a JSON object, got {type(value).__name__}")
             continue
-        value.pop("source", None)
-        yield {"source": src, **value}
+        yield {"source": src, **value}  # a "source" field in the data is earlier lineage and wins
 
 
 def read_csv(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict | BadRecord]:

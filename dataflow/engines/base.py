@@ -77,6 +77,7 @@ class RunContext:
     tmp_data: str
     side: Any
     storage_options: dict[str, dict[str, Any]]
+    inputs: tuple[str, ...] | None = None  # the shard's input URIs; None: list the source
 
 
 class Engine(Protocol):

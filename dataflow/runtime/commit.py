@@ -95,9 +95,12 @@ def _move_tree(fs, src_root: str, dst_root: str, rename) -> list[str]:
     return moved
 
 
-def publish_errors(fs, layout: SinkLayout) -> list[str]:
-    """Move this run's error records to ``<sink>/_errors/`` (also when the data is not published)."""
-    return _move_tree(fs, layout.tmp_errors, layout.errors, lambda rel: f"{layout.run_id}-{rel.replace('/', '-')}")
+def publish_errors(fs, layout: SinkLayout, error_dirs: list[str]) -> list[str]:
+    """Move row-error files to ``<sink>/_errors/`` (also when the data is not published)."""
+    moved = []
+    for i, src in enumerate(sorted(error_dirs)):
+        moved += _move_tree(fs, src, layout.errors, lambda rel, i=i: f"{layout.run_id}-{i:05d}-{rel.replace('/', '-')}")
+    return moved
 
 
 @dataclass
@@ -108,37 +111,39 @@ class CommitResult:
     errors: list[str] = field(default_factory=list)
 
 
-def commit_output(fs, layout: SinkLayout, mode: str, written: list[Any], manifest_extra: dict[str, Any]) -> CommitResult:
+def commit_output(fs, layout: SinkLayout, mode: str, files: list[Any], error_dirs: list[str], manifest_extra: dict[str, Any]) -> CommitResult:
     """Publish a run: move data into place, write the manifest, then ``_SUCCESS``.
 
     Args:
         fs: The sink filesystem.
         layout: This run's paths.
         mode: error, overwrite or append.
-        written: ``WrittenFile`` entries under ``layout.tmp_data``.
-        manifest_extra: Pipeline name, hash, report summary and the like.
+        files: ``StagedFile`` entries (source path, final relative name, rows, bytes).
+        error_dirs: Folders of row-error files to publish under ``_errors/``.
+        manifest_extra: Pipeline name, hash, input fingerprint, counts and the like.
     """
     old = read_manifest(fs, layout) if mode in ("overwrite", "append") else None
     refuse_existing(fs, layout, mode, layout.root)
-    files = []
-    for w in sorted(written, key=lambda w: w.path):
-        rel = posixpath.relpath(w.path, layout.tmp_data)
-        dst = posixpath.join(layout.root, rel)
+    published = []
+    for f in sorted(files, key=lambda f: f.rel):
+        dst = posixpath.join(layout.root, f.rel)
+        if posixpath.relpath(dst, layout.root).startswith(".."):
+            raise ValueError(f"refusing to write '{f.rel}' outside the sink root {layout.root}")
         fs.makedirs(posixpath.dirname(dst), exist_ok=True)
-        fs.mv(w.path, dst)
-        files.append({"path": rel, "rows": w.rows, "bytes": w.bytes, "run_id": layout.run_id})
-    errors = publish_errors(fs, layout)
-    kept = old.get("files", []) if (old and mode == "append") else []
-    kept_errors = old.get("errors", []) if (old and mode == "append") else []
+        fs.mv(f.src, dst)
+        published.append({"path": f.rel, "rows": f.rows, "bytes": f.bytes, "run_id": layout.run_id, **({"shard": f.shard} if getattr(f, "shard", None) else {})})
+    errors = publish_errors(fs, layout, error_dirs)
+    keep_old = bool(old and mode == "append")
     manifest = {
         "version": 1,
         **manifest_extra,
         "run_id": layout.run_id,
         "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "files": kept + files,
-        "errors": kept_errors + [posixpath.relpath(e, layout.root) for e in errors],
-        "runs": (old.get("runs", []) if (old and mode == "append") else []) + [layout.run_id],
+        "files": (old.get("files", []) if keep_old else []) + published,
+        "errors": (old.get("errors", []) if keep_old else []) + [posixpath.relpath(e, layout.root) for e in errors],
+        "runs": (old.get("runs", []) if keep_old else []) + [layout.run_id],
     }
+    fs.makedirs(layout.tmp, exist_ok=True)
     tmp_manifest = posixpath.join(layout.tmp, "_manifest.json")
     with fs.open(tmp_manifest, "wb") as f:
         f.write(json.dumps(manifest, indent=2).encode("utf-8"))
@@ -146,10 +151,10 @@ def commit_output(fs, layout: SinkLayout, mode: str, written: list[Any], manifes
     with fs.open(layout.success, "wb") as f:
         f.write(b"")
     if old and mode == "overwrite":
-        live = {f["path"] for f in files}
+        live = {f["path"] for f in published}
         for entry in old.get("files", []):
             if entry["path"] not in live and fs.exists(posixpath.join(layout.root, entry["path"])):
-                fs.rm(posixpath.join(layout.root, entry["path"]))
+                fs.rm(posixpath.join(layout.root, entry["path"]), recursive=True)
         for rel in old.get("errors", []):
             if fs.exists(posixpath.join(layout.root, rel)):
                 fs.rm(posixpath.join(layout.root, rel))

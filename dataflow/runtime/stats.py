@@ -49,27 +49,27 @@ class SideOutputs:
             f.write(json.dumps(payload).encode("utf-8"))
 
 
-def read_stats(fs, stats_dir: str) -> dict[int, StepStats]:
-    """Sum every batch's counters per step index (``-1`` is the reader)."""
+def read_stats(fs, stats_dirs: list[str], skip: frozenset[int] = frozenset()) -> dict[int, StepStats]:
+    """Sum every batch's counters per step index (``-1`` is the reader), leaving out ``skip``."""
     total: dict[int, StepStats] = {}
-    if not fs.exists(stats_dir):
-        return total
-    for path in fs.find(stats_dir):
+    paths = [p for d in stats_dirs if fs.exists(d) for p in fs.find(d)]
+    for path in paths:
         with fs.open(path, "rb") as f:
             data = json.loads(f.read())
         for index, d in data.items():
+            if int(index) in skip:
+                continue
             st = StepStats(d["rows_in"], d["rows_out"], d["rows_errored"], d["seconds"])
             st.drops.update(d.get("drops", {}))
             total.setdefault(int(index), StepStats()).add(st)
     return total
 
 
-def read_errors(fs, errors_dir: str, limit: int | None = None) -> list[dict[str, Any]]:
-    """Return error records under ``errors_dir`` (sorted files), at most ``limit``."""
+def read_errors(fs, errors_dirs: list[str], limit: int | None = None) -> list[dict[str, Any]]:
+    """Return error records under ``errors_dirs`` (sorted files), at most ``limit``."""
     out: list[dict[str, Any]] = []
-    if not fs.exists(errors_dir):
-        return out
-    for path in sorted(fs.find(errors_dir)):
+    paths = sorted(p for d in errors_dirs if fs.exists(d) for p in fs.find(d))
+    for path in paths:
         with fs.open(path, "rb") as f:
             for line in f.read().decode("utf-8").splitlines():
                 if line.strip():

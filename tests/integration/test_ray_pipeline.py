@@ -127,7 +127,8 @@ def test_sink_modes_error_overwrite_append(ray_local, tmp_path):
     assert len(_rows(tmp_path / "out")) == 8
     base.write(str(tmp_path / "out"), mode="overwrite").run(progress=False)
     assert len(_rows(tmp_path / "out")) == 4
-    assert len(list((tmp_path / "out").glob("part-*"))) == 1
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert sorted(p.name for p in (tmp_path / "out").glob("part-*")) == sorted(f["path"] for f in manifest["files"])
 
 
 def test_error_budget_exceeded_publishes_nothing_but_keeps_errors(ray_local, image_dir, tmp_path):

@@ -33,7 +33,7 @@ class RayEngine:
         from dataflow.engines.ray.run import build_dataset, stream_written
 
         self._start(options)
-        ds = build_dataset(job, ctx.side, ctx.storage_options)
+        ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs)
         return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress)
 
     def take(self, job: RayJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:

@@ -64,8 +64,9 @@ class ReadAdapter:
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
             cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns")))
             n = length(cols)
-            cols.pop("source", None)
-            parts.append({"source": np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object), **cols})
+            # A ``source`` column in the data is lineage from an earlier pipeline: it is kept.
+            own = np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object)
+            parts.append({"source": cols.pop("source", own), **cols})
         out = concat(parts) if parts else {"source": np.array([], dtype=object)}
         rows = length(out)
         self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})
@@ -161,15 +162,18 @@ def _stage_kwargs(stage: RayStage) -> dict[str, Any]:
     return kwargs
 
 
-def build_dataset(job: RayJob, side: SideOutputs, storage_options: dict, limit: int | None = None):
-    """Return the streaming dataset of the job's rows after every stage (not yet written)."""
+def build_dataset(job: RayJob, side: SideOutputs, storage_options: dict, limit: int | None = None, inputs: tuple[str, ...] | None = None):
+    """Return the streaming dataset of the job's rows after every stage (not yet written).
+
+    ``inputs`` restricts the read to those files (one shard); otherwise the source is listed.
+    """
     import pyarrow.fs as pafs
     import ray
 
     from connectors.registry import filesystem, list_files, parquet_parts, scheme_of, strip_scheme
 
     source = job.read.source
-    files = list_files(source.uri, source.format, source.options, storage_options)
+    files = list(inputs) if inputs is not None else list_files(source.uri, source.format, source.options, storage_options)
     if limit is not None and job.read.parse is None:
         files = files[: max(limit * 4, limit + 16)]
     paths = [strip_scheme(f) for f in files]

@@ -1,0 +1,160 @@
+"""Deterministic input shards and per-shard completion markers: what makes a killed run resumable.
+
+Layout under the sink (all of it removed at commit, except ``report.json``)::
+
+    <sink>/_dataflow/state.json                 pipeline hash, input fingerprint, shard count
+    <sink>/_dataflow/progress/<shard>.json      one marker per committed shard, written last
+    <sink>/_dataflow/staged/<shard>/data/...    the shard's output files
+    <sink>/_dataflow/staged/<shard>/_errors/    its row errors
+    <sink>/_dataflow/staged/<shard>/_stats/     its per-step counters
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Progress", "Shard", "StagedFile", "input_fingerprint", "make_shards"]
+
+MAX_FILES_PER_SHARD = 10_000
+MIN_FILES_PER_SHARD = 16
+TARGET_SHARDS = 8
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A deterministic slice of the sorted input files."""
+
+    index: int
+    count: int
+    inputs: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        digest = hashlib.sha1("\n".join(self.inputs).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        return f"{self.index:05d}-of-{self.count:05d}-{digest}"
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """An output file waiting for the commit: where it is, its final relative name, its size."""
+
+    src: str
+    rel: str
+    rows: int
+    bytes: int
+    shard: str | None = None
+
+
+def make_shards(inputs: list[str], *, count: int | None = None, files_per_shard: int | None = None) -> list[Shard]:
+    """Split sorted inputs into shards: exactly ``count``, or ``files_per_shard`` each.
+
+    By default about eight shards of 16 to 10,000 files each. Shards may be empty only when
+    ``count`` exceeds the number of inputs.
+    """
+    inputs = sorted(inputs)
+    if count is None:
+        per = files_per_shard or min(MAX_FILES_PER_SHARD, max(MIN_FILES_PER_SHARD, math.ceil(len(inputs) / TARGET_SHARDS)))
+        count = max(1, math.ceil(len(inputs) / per))
+    else:
+        per = max(1, math.ceil(len(inputs) / count))
+    return [Shard(i, count, tuple(inputs[i * per : (i + 1) * per])) for i in range(count)]
+
+
+def input_fingerprint(fs, paths: list[str]) -> str:
+    """A hash of every input's name, size and version (ETag or modification time)."""
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        info = fs.info(p)
+        version = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or ""
+        h.update(f"{p}\0{info.get('size')}\0{version}\n".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:16]
+
+
+class Progress:
+    """The resumable state of a sink's unfinished run."""
+
+    def __init__(self, fs, root: str):
+        self.fs, self.root = fs, root
+        self.base = posixpath.join(root, "_dataflow")
+        self.markers = posixpath.join(self.base, "progress")
+        self.staged = posixpath.join(self.base, "staged")
+        self.state_path = posixpath.join(self.base, "state.json")
+
+    def _read_json(self, path: str) -> Any:
+        with self.fs.open(path, "rb") as f:
+            return json.loads(f.read())
+
+    def _write_json(self, path: str, data: Any) -> None:
+        tmp = f"{path}.tmp"
+        with self.fs.open(tmp, "wb") as f:
+            f.write(json.dumps(data, indent=1).encode("utf-8"))
+        self.fs.mv(tmp, path)
+
+    def begin(self, state: dict[str, Any], restart: bool = False) -> tuple[dict[str, dict[str, Any]], str | None]:
+        """Load the markers to resume from; discard progress made under another state.
+
+        Returns:
+            The completed shards by id, and a note saying what was resumed or discarded.
+        """
+        old = self._read_json(self.state_path) if self.fs.exists(self.state_path) else None
+        note = None
+        if old is not None and (restart or old != state):
+            note = "--restart: discarded earlier progress" if restart else "pipeline or inputs changed since the interrupted run: starting over"
+            self.clear()
+        elif old is not None:
+            done = self.completed()
+            note = f"resuming: {len(done)} of {state['shards']} shards already committed" if done else None
+        self.fs.makedirs(self.markers, exist_ok=True)
+        self._write_json(self.state_path, state)
+        return self.completed(), note
+
+    def completed(self) -> dict[str, dict[str, Any]]:
+        if not self.fs.exists(self.markers):
+            return {}
+        out = {}
+        for path in sorted(self.fs.ls(self.markers, detail=False)):
+            if path.endswith(".json"):
+                marker = self._read_json(path)
+                out[marker["shard"]] = marker
+        return out
+
+    def shard_dir(self, shard: Shard) -> str:
+        return posixpath.join(self.staged, shard.id)
+
+    def stage(self, shard: Shard, tmp_dir: str, written: list[Any], phase: str) -> dict[str, Any]:
+        """Move a finished shard's files from the run's tmp folder into staging, then write its marker."""
+        dst = self.shard_dir(shard)
+        if self.fs.exists(dst):
+            self.fs.rm(dst, recursive=True)
+        data_dir = posixpath.join(tmp_dir, "data")
+        files = []
+        for w in written:
+            rel = posixpath.relpath(w.path, data_dir)
+            target = posixpath.join(dst, "data", rel)
+            self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
+            self.fs.mv(w.path, target)
+            files.append({"src": posixpath.relpath(target, self.root), "rel": rel, "rows": w.rows, "bytes": w.bytes})
+        for side in ("_errors", "_stats"):
+            src = posixpath.join(tmp_dir, side)
+            if self.fs.exists(src):
+                self.fs.makedirs(dst, exist_ok=True)
+                self.fs.mv(src, posixpath.join(dst, side), recursive=True)
+        marker = {"shard": shard.id, "index": shard.index, "count": shard.count, "phase": phase, "inputs": list(shard.inputs), "files": files}
+        self._write_json(posixpath.join(self.markers, f"{shard.id}.json"), marker)
+        return marker
+
+    def staged_files(self, markers: list[dict[str, Any]]) -> list[StagedFile]:
+        return [StagedFile(posixpath.join(self.root, f["src"]), f["rel"], f["rows"], f["bytes"], m["shard"]) for m in markers for f in m["files"]]
+
+    def side_dirs(self, markers: list[dict[str, Any]], side: str) -> list[str]:
+        return [posixpath.join(self.staged, m["shard"], side) for m in markers]
+
+    def clear(self) -> None:
+        """Remove markers, staged output and state (``report.json`` stays)."""
+        for path in (self.markers, self.staged, self.state_path):
+            if self.fs.exists(path):
+                self.fs.rm(path, recursive=True)
