@@ -23,7 +23,7 @@ from dataflow.errors import DataflowError, RunError
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write
 from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
-from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp
+from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp, sweep_tmp
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, read_errors, read_stats
@@ -194,11 +194,18 @@ def run_pipeline(
     run_id = uuid.uuid4().hex[:12]
     layout = SinkLayout(strip_scheme(sink.uri), run_id)
     refuse_existing(fs, layout, sink.mode, sink.uri)
+    sweep_tmp(fs, layout)
     start = time.monotonic()
     inputs = list_files(source.uri, source.format, source.options, storage)
     shards = make_shards(inputs, count=shard[1] if shard else None, files_per_shard=source.options.get("files_per_shard"))
     progress = Progress(fs, layout.root)
-    state = {"pipeline_hash": pipeline_hash(spec), "input_fingerprint": input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]), "shards": len(shards)}
+    state = {
+        "pipeline_hash": pipeline_hash(spec),
+        "input_fingerprint": input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
+        "shards": len(shards),
+        # Storage options may hold credentials: they are never written (commit reads them from env).
+        "pipeline": spec.model_dump(mode="json", exclude={"storage"}),
+    }
     done, note = progress.begin(state, restart=restart)
     if note and options.progress:
         print(f"dataflow: {note}", file=sys.stderr, flush=True)
@@ -305,15 +312,22 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
     return report
 
 
-def commit_shards(spec: PipelineSpec, count: int) -> RunReport:
+def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -> RunReport:
     """Publish a sink whose ``count`` shards were run separately (``dataflow run --shard i/N``).
 
+    Without ``spec``, the pipeline recorded by the shard runs is used.
+
     Raises:
-        RunError: some shard markers are missing (names them).
+        RunError: nothing to commit there, or some shard markers are missing (names them).
     """
     from connectors.registry import filesystem, strip_scheme
 
-    fs = filesystem(spec.sink.uri, spec.storage.options)
+    fs = filesystem(sink_uri, spec.storage.options if spec else None)
+    probe = Progress(fs, strip_scheme(sink_uri))
+    if not fs.exists(probe.state_path):
+        raise RunError(f"cannot commit {sink_uri}: no shard run has staged output there (run 'dataflow run --shard i/N' first)")
+    if spec is None:
+        spec = PipelineSpec.model_validate(json.loads(fs.cat_file(probe.state_path))["pipeline"])
     layout = SinkLayout(strip_scheme(spec.sink.uri), uuid.uuid4().hex[:12])
     progress = Progress(fs, layout.root)
     have = {m["index"] for m in progress.completed().values() if m["count"] == count}

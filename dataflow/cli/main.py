@@ -4,37 +4,15 @@ Exit codes: 0 success (row errors included), 1 run failure, 2 spec or usage erro
 """
 from __future__ import annotations
 
-import functools
 import json
-import sys
-import traceback
 
 import click
 
-from dataflow.errors import DataflowError, PipelineSpecError
+from dataflow.cli.options import debug_option as _debug_option
+from dataflow.cli.options import handle_errors as _handle_errors
+from dataflow.cli.options import set_option as _set_option
 
 __all__ = ["cli", "main"]
-
-_set_option = click.option(
-    "--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-    help="Override a pipeline value, e.g. --set source.uri=/data --set steps[1].params.max_side=128 (repeatable).",
-)
-_debug_option = click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-
-
-def _handle_errors(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, debug: bool = False, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except DataflowError as exc:
-            if debug:
-                traceback.print_exc()
-            click.echo(str(exc) if isinstance(exc, PipelineSpecError) else f"error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper
-
 
 def _load(path: str, overrides):
     from dataflow.dsl.parse import load_pipeline
@@ -60,16 +38,22 @@ def cli() -> None:
 @click.option("--address", envvar="RAY_ADDRESS", help="Ray cluster address; default: start a local Ray (env RAY_ADDRESS).")
 @click.option("--object-store-memory", type=int, help="Bytes of object store for a local Ray.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the run report as JSON to this file.")
+@click.option("--restart", is_flag=True, help="Discard the progress of an interrupted run instead of resuming it.")
+@click.option("--shard", "shard_text", metavar="I/N", help="Run only the I-th of N deterministic input shards and stage it (publish with 'dataflow commit').")
 @click.option("--quiet", is_flag=True, help="Print no progress and no summary.")
 @_debug_option
 @_handle_errors
-def run(pipeline, overrides, address, object_store_memory, report_path, quiet):
+def run(pipeline, overrides, address, object_store_memory, report_path, restart, shard_text, quiet):
     """Run PIPELINE to its sink and commit the output.
+
+    An interrupted run resumes from its committed shards when run again with the same pipeline
+    and inputs (--restart starts over).
 
     \b
     Examples:
       dataflow run pipelines/thumbnails.yaml
       dataflow run p.yaml --set sink.mode=overwrite --report report.json
+      dataflow run p.yaml --shard 3/16     # one shard of an Indexed Job
     """
     from dataflow.cli.summary import render_summary
     from dataflow.engines.base import RunOptions
@@ -78,7 +62,7 @@ def run(pipeline, overrides, address, object_store_memory, report_path, quiet):
     spec = _load(pipeline, overrides)
     options = RunOptions(address=address, object_store_memory=object_store_memory, progress=not quiet)
     try:
-        report = run_pipeline(spec, options)
+        report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
     except BudgetExceededError as exc:
         if report_path:
             _write_report(report_path, exc.report)
@@ -89,6 +73,15 @@ def run(pipeline, overrides, address, object_store_memory, report_path, quiet):
         _write_report(report_path, report)
     if not quiet:
         click.echo(render_summary(report))
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    index, sep, count = text.partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and 0 <= int(index) < int(count)):
+        raise click.BadParameter(f"expected I/N with 0 <= I < N, got {text!r}", param_hint="--shard")
+    return int(index), int(count)
 
 
 def _write_report(path: str, report) -> None:
@@ -157,6 +150,15 @@ def version():
         except importlib.metadata.PackageNotFoundError:
             parts.append(f"{dist} (not installed)")
     click.echo(", ".join(parts))
+
+
+from dataflow.cli.sink_tools import commit, errors, lineage  # noqa: E402
+from dataflow.cli.k8s import k8s  # noqa: E402
+
+cli.add_command(commit)
+cli.add_command(errors)
+cli.add_command(lineage)
+cli.add_command(k8s)
 
 
 def main() -> None:

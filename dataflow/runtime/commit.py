@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from dataflow.errors import SinkExistsError
+from dataflow.errors import RunError, SinkExistsError
 
-__all__ = ["CommitResult", "SinkLayout", "commit_output", "publish_errors", "read_manifest", "refuse_existing", "remove_tmp"]
+__all__ = ["CommitResult", "SinkLayout", "commit_output", "publish_errors", "read_manifest", "refuse_existing", "remove_tmp", "sweep_tmp"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,13 @@ def remove_tmp(fs, layout: SinkLayout) -> None:
         fs.rmdir(parent)
 
 
+def sweep_tmp(fs, layout: SinkLayout) -> None:
+    """Delete what killed runs left under ``<sink>/_tmp/`` (one run per sink at a time)."""
+    parent = posixpath.dirname(layout.tmp)
+    if fs.exists(parent):
+        fs.rm(parent, recursive=True)
+
+
 def _move_tree(fs, src_root: str, dst_root: str, rename) -> list[str]:
     moved = []
     if not fs.exists(src_root):
@@ -127,8 +134,8 @@ def commit_output(fs, layout: SinkLayout, mode: str, files: list[Any], error_dir
     published = []
     for f in sorted(files, key=lambda f: f.rel):
         dst = posixpath.join(layout.root, f.rel)
-        if posixpath.relpath(dst, layout.root).startswith(".."):
-            raise ValueError(f"refusing to write '{f.rel}' outside the sink root {layout.root}")
+        if f.rel.startswith("/") or posixpath.normpath(posixpath.relpath(dst, layout.root)).startswith(".."):
+            raise RunError(f"refusing to write '{f.rel}' outside the sink root {layout.root}")
         fs.makedirs(posixpath.dirname(dst), exist_ok=True)
         fs.mv(f.src, dst)
         published.append({"path": f.rel, "rows": f.rows, "bytes": f.bytes, "run_id": layout.run_id, **({"shard": f.shard} if getattr(f, "shard", None) else {})})

@@ -19,6 +19,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 __all__ = ["build_dataset", "stream_written"]
 
 READ_STEP = -1
+ACTOR_MAX_RESTARTS = 3
 
 
 class ReadAdapter:
@@ -152,6 +153,9 @@ def _stage_kwargs(stage: RayStage) -> dict[str, Any]:
     if stage.memory:
         kwargs["memory"] = stage.memory
     if stage.compute == "actors":
+        # A killed actor is restarted and its in-flight batches retried.
+        kwargs["max_restarts"] = ACTOR_MAX_RESTARTS
+        kwargs["max_task_retries"] = ACTOR_MAX_RESTARTS
         if stage.concurrency:
             kwargs["concurrency"] = stage.concurrency
         else:

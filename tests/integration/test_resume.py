@@ -1,0 +1,149 @@
+"""Fault injection with real processes and real signals: kill -9 and resume, kill a Ray worker."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+import dataflow
+from dataflow.engines.base import RunOptions
+from tests.datagen import write_images
+
+KILL_ROUNDS = int(os.environ.get("DATAFLOW_KILL_ROUNDS", "1"))
+PIPELINE = """\
+version: 1
+name: resumable
+source:
+  uri: "{src}"
+  format: image
+  options: {{files_per_shard: 3}}
+steps:
+  - op: image.decode
+  - op: image.resize
+    params: {{max_side: 48}}
+  - op: image.encode
+    params: {{format: png}}
+sink: {{uri: "{out}", format: parquet, rows_per_file: 2}}
+"""
+
+
+def _digest(sink: pathlib.Path) -> list[tuple[str, str]]:
+    """Every output row as (source, hash of its bytes), sorted; duplicates would show twice."""
+    manifest = json.loads((sink / "_manifest.json").read_text())
+    rows = []
+    for f in manifest["files"]:
+        for r in pq.read_table(sink / f["path"], columns=["source", "bytes"]).to_pylist():
+            rows.append((r["source"], hashlib.sha1(r["bytes"]).hexdigest()))
+    return sorted(rows)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("resume") / "images"
+    write_images(folder, 24, size=(200, 150))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def clean_digest(ray_local, images, tmp_path_factory):
+    out = tmp_path_factory.mktemp("clean") / "out"
+    dataflow.Pipeline.from_yaml_text(PIPELINE.format(src=images, out=out)).run(progress=False)
+    return _digest(out)
+
+
+def _cli(ray_local, pipeline: pathlib.Path, *extra) -> subprocess.Popen:
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address, "DATAFLOW_SHARD_CONCURRENCY": "1"}
+    return subprocess.Popen([sys.executable, "-m", "dataflow", "run", str(pipeline), "--quiet", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_markers(out: pathlib.Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        done = len(list((out / "_dataflow" / "progress").glob("*.json"))) if (out / "_dataflow" / "progress").exists() else 0
+        if done >= n:
+            return done
+        time.sleep(0.05)
+    raise AssertionError(f"run ended or timed out before {n} shards committed: {proc.communicate()}")
+
+
+@pytest.mark.parametrize("kill_after", [1, 3, 6], ids=["after-1-shard", "after-3-shards", "after-6-shards"])
+def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, tmp_path, kill_after):
+    for round_ in range(KILL_ROUNDS):
+        out = tmp_path / f"out{round_}"
+        pipeline = tmp_path / "p.yaml"
+        pipeline.write_text(PIPELINE.format(src=images, out=out))
+        proc = _cli(ray_local, pipeline)
+        committed = _wait_for_markers(out, kill_after + random.randint(0, 1), proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert not (out / "_SUCCESS").exists()
+        resumed = _cli(ray_local, pipeline)
+        stdout, stderr = resumed.communicate(timeout=240)
+        assert resumed.returncode == 0, stderr
+        assert _digest(out) == clean_digest, f"killed after {committed} shards"
+        assert not (out / "_dataflow" / "progress").exists() and not (out / "_tmp").exists()
+        assert (out / "_dataflow" / "report.json").exists()
+
+
+def test_changed_pipeline_starts_over_and_restart_discards_progress(ray_local, images, tmp_path):
+    out = tmp_path / "out"
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(PIPELINE.format(src=images, out=out))
+    proc = _cli(ray_local, pipeline)
+    _wait_for_markers(out, 2, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    changed = _cli(ray_local, pipeline, "--set", "steps[1].params.max_side=40")
+    _, stderr = changed.communicate(timeout=240)
+    assert changed.returncode == 0, stderr
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["rows_out"] == 24
+
+
+def test_killing_a_ray_worker_mid_run_still_completes_the_output(ray_local, images, clean_digest, tmp_path):
+    psutil = pytest.importorskip("psutil")
+    out = tmp_path / "out"
+    killed = []
+
+    def kill_one_worker():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            for proc in psutil.process_iter(["cmdline"]):
+                cmd = " ".join(proc.info["cmdline"] or [])
+                if cmd.startswith("ray::") and "MapBatches" in cmd:
+                    proc.kill()
+                    killed.append(cmd)
+                    return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=kill_one_worker)
+    thread.start()
+    dataflow.Pipeline.from_yaml_text(PIPELINE.format(src=images, out=out)).run(progress=False)
+    thread.join()
+    assert killed, "no Ray worker was running a map task"
+    assert _digest(out) == clean_digest
+
+
+def test_shard_runs_then_commit_publish_once_all_markers_exist(ray_local, images, clean_digest, tmp_path):
+    from dataflow.errors import RunError
+    from dataflow.runner import commit_shards, run_pipeline
+
+    out = tmp_path / "out"
+    spec = dataflow.Pipeline.from_yaml_text(PIPELINE.format(src=images, out=out)).spec
+    for i in (0, 2):
+        run_pipeline(spec, RunOptions(progress=False), shard=(i, 3))
+    with pytest.raises(RunError, match="shard\\(s\\) 1 of 3 have no completion marker"):
+        commit_shards(str(out), 3)
+    run_pipeline(spec, RunOptions(progress=False), shard=(1, 3))
+    report = commit_shards(str(out), 3)
+    assert report.published and _digest(out) == clean_digest
