@@ -206,7 +206,10 @@ def run_pipeline(
         # Storage options may hold credentials: they are never written (commit reads them from env).
         "pipeline": spec.model_dump(mode="json", exclude={"storage"}),
     }
-    done, note = progress.begin(state, restart=restart)
+    try:
+        done, note = progress.begin(state, restart=restart)
+    except OSError as exc:
+        raise RunError(f"cannot write to sink '{sink.uri}': {exc.strerror or exc} (check that the path exists and is writable; nothing was written)") from exc
     if note and options.progress:
         print(f"dataflow: {note}", file=sys.stderr, flush=True)
     phases = _phases(engine, optimized, job, progress.staged)
