@@ -57,6 +57,7 @@ class RunReport:
         d["wall_seconds"] = round(self.wall_seconds, 3)
         d["rows_per_second"] = round(self.rows_per_second, 1)
         for s in d["steps"]:
+            s["rows_per_second"] = round(s["rows_in"] / s["seconds"], 1) if s["seconds"] else None
             s["seconds"] = round(s["seconds"], 3)
         return d
 
