@@ -3,16 +3,23 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 __all__ = ["cluster_cpus", "ensure_ray"]
+
+_INIT_LOCK = threading.Lock()  # shards start from several threads; Ray starts once
 
 
 def ensure_ray(address: str | None = None, object_store_memory: int | None = None) -> None:
     """Connect to ``address`` (or ``RAY_ADDRESS``); without either, start a local Ray on 127.0.0.1."""
     import ray
 
-    if ray.is_initialized():
-        return
+    with _INIT_LOCK:
+        if not ray.is_initialized():
+            _init(ray, address, object_store_memory)
+
+
+def _init(ray, address: str | None, object_store_memory: int | None) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     address = address or os.environ.get("RAY_ADDRESS")
     kwargs = {"logging_level": logging.WARNING, "configure_logging": True}
