@@ -78,8 +78,8 @@ def submit(pipeline, cluster_config, namespace, image, queue, priority_class, pr
 
     rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile)
     api = kube_client(kubeconfig, context)
-    for done in submit_objects(rendered, api, dry_run=dry_run):
-        click.echo(f"{done.kind}/{done.name}: {done.note}{' (dry run)' if dry_run else ''}")
+    suffix = " (dry run)" if dry_run else ""
+    submit_objects(rendered, api, dry_run=dry_run, on_done=lambda done: click.echo(f"{done.kind}/{done.name}: {done.note}{suffix}"))
     if wait_s is not None and not dry_run:
         wait(rendered, api, timeout=wait_s, on_change=lambda state: click.echo(str(state)))
 
