@@ -25,7 +25,7 @@ def test_fused_steps_decode_filter_resize_and_route_bad_rows():
     assert [e.source for e in errors] == ["s1"]
     assert errors[0].op == "image.decode" and "undecodable image" in errors[0].reason
     assert (stats[0].rows_in, stats[0].rows_out, stats[0].rows_errored) == (4, 3, 1)
-    assert stats[1].drops == {"image.filter_size": 1}
+    assert sum(stats[1].drops.values()) == 1 and all(k.startswith("image.filter_size") for k in stats[1].drops)
     assert cols["bytes"][0][:8] == b"\x89PNG\r\n\x1a\n"
 
 
