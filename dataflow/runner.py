@@ -18,17 +18,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
-from dataflow.engines.base import RunContext, RunOptions, RunReport, StepReport
+from dataflow.engines.base import CACHE_COUNTERS_DIR, CacheReport, RunContext, RunOptions, RunReport, StepReport
 from dataflow.errors import DataflowError, RunError
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write
-from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
+from dataflow.plan.handoff import MixedJob, split_at_handoffs
+from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps, InsertHandoffs
+from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp, sweep_tmp
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, read_errors, read_stats
 
-__all__ = ["ENGINES", "BudgetExceededError", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
+__all__ = ["ENGINES", "BudgetExceededError", "cache_config", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
 
 ENGINES = {"ray": "dataflow.engines.ray:RayEngine", "spark": "dataflow.engines.spark:SparkEngine"}
 
@@ -51,20 +53,86 @@ def get_engine(name: str):
     return getattr(importlib.import_module(module), cls)()
 
 
+def _engine_class(name: str):
+    module, _, cls = ENGINES[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def plan_pipeline(spec: PipelineSpec) -> tuple[LogicalPlan, LogicalPlan]:
-    """Return the (logical, optimized) plans of a spec, checked."""
+    """Return the (logical, optimized) plans of a spec, checked (engine capabilities included)."""
     logical = validate_plan(build_plan(spec))
-    rules = (AssignEngines(spark_available=_engine_available("spark")), FuseAdjacentMaps())
+    supports = {name: _engine_class(name).supports for name in ENGINES if _engine_available(name) and hasattr(_engine_class(name), "supports")}
+    rules = (AssignEngines(spark_available=_engine_available("spark"), supports=supports), FuseAdjacentMaps(), InsertHandoffs())
     return logical, optimize(logical, rules)
 
 
 def compile_pipeline(spec: PipelineSpec):
-    """Return (logical plan, optimized plan, engine, compiled job); no cluster is started."""
+    """Return (logical plan, optimized plan, engine, compiled job); no cluster is started.
+
+    A plan that hands rows from one engine to another gets a ``MixedEngine`` running its segments.
+    """
     logical, optimized = plan_pipeline(spec)
-    if not _engine_available(optimized.engine):
-        raise DataflowError(f"engine '{optimized.engine}' is not available in this installation")
+    for name in optimized.engines:
+        if not _engine_available(name):
+            raise DataflowError(f"engine '{name}' is not available in this installation")
+    if optimized.engine is None:
+        segments = split_at_handoffs(optimized)
+        engines = [get_engine(seg.engine) for seg in segments]
+        job = MixedJob(plan=optimized, segments=tuple(segments), jobs=tuple(e.compile(seg) for e, seg in zip(engines, segments)))
+        return logical, optimized, MixedEngine(engines), job
     engine = get_engine(optimized.engine)
     return logical, optimized, engine, engine.compile(optimized)
+
+
+class MixedEngine:
+    """Runs a plan's engine segments in order; each hands its rows to the next as Parquet.
+
+    Segment k writes under ``<shard tmp>/handoff-k/``, which segment k+1 reads; the folders lie in
+    the run's ``_tmp/<run_id>/`` and are removed with it after the commit. Counters of a handoff
+    read are not input rows, so they are left out of the run's read counters.
+    """
+
+    partitions_inputs = True
+
+    def __init__(self, engines: list):
+        self.engines = engines
+        self.name = "+".join(e.name for e in engines)
+
+    def _segment(self, job: MixedJob, k: int, ctx: RunContext, inputs):
+        from connectors.registry import list_files
+
+        folder = posixpath.dirname(ctx.tmp_data)
+        scheme = ctx.side.uri.split("://", 1)[0] if "://" in ctx.side.uri and not ctx.side.uri.startswith("file://") else None
+        uris = [f"{scheme}://{posixpath.join(folder, f'handoff-{i + 1}').lstrip('/')}" if scheme else posixpath.join(folder, f"handoff-{i + 1}") for i in range(len(job.segments) - 1)]
+        plan = job.bind(k, uris)
+        last = k == len(job.segments) - 1
+        stats_dir = ctx.side.stats_dir if k == 0 else posixpath.join(folder, f"_stats_handoff-{k}")
+        sub = replace(ctx, tmp_data=ctx.tmp_data if last else posixpath.join(folder, f"handoff-{k + 1}"), side=replace(ctx.side, stats_dir=stats_dir), inputs=inputs)
+        if k > 0:
+            src = plan.nodes[0].source
+            sub = replace(sub, inputs=tuple(list_files(src.uri, src.format, src.options, ctx.storage_options)))
+        return self.engines[k], self.engines[k].compile(plan), sub
+
+    def execute(self, job: MixedJob, ctx: RunContext, options: RunOptions) -> list[Any]:
+        from connectors.registry import filesystem
+
+        written: list[Any] = []
+        for k in range(len(job.segments)):
+            engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
+            written = engine.execute(sub_job, sub, options)
+            if k > 0:
+                fs = filesystem(ctx.side.uri, ctx.storage_options)
+                stats = read_stats(fs, [sub.side.stats_dir], skip=frozenset({-1}))
+                ctx.side.write(f"handoff-{k}", uuid.uuid4().hex[:12], [], stats)
+                fs.rm(sub.side.stats_dir, recursive=True)
+        return written
+
+    def take(self, job: MixedJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
+        for k in range(len(job.segments) - 1):
+            engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
+            engine.execute(sub_job, sub, options)
+        engine, sub_job, sub = self._segment(job, len(job.segments) - 1, ctx, None)
+        return engine.take(sub_job, n, sub, options)
 
 
 def explain_pipeline(spec: PipelineSpec) -> str:
@@ -77,13 +145,14 @@ def pipeline_hash(spec: PipelineSpec) -> str:
     """A stable hash of what the pipeline computes (sink mode excluded)."""
     data = spec.model_dump(mode="json")
     data["sink"].pop("mode", None)
+    data["storage"].pop("cache", None)  # where inputs are cached does not change the output
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunReport:
     read = stats.get(-1)
     steps = [StepReport(op="read", rows_in=read.rows_in, rows_out=read.rows_out, rows_errored=read.rows_errored, seconds=read.seconds)] if read else []
-    for i, step in enumerate(spec.steps):
+    for i, step in enumerate(spec.all_steps):
         st = stats.get(i)
         if st is not None:
             steps.append(StepReport(op=step.op, rows_in=st.rows_in, rows_out=st.rows_out, rows_errored=st.rows_errored, seconds=st.seconds, drops=dict(st.drops)))
@@ -194,10 +263,13 @@ def run_pipeline(
     run_id = uuid.uuid4().hex[:12]
     layout = SinkLayout(strip_scheme(sink.uri), run_id)
     refuse_existing(fs, layout, sink.mode, sink.uri)
-    sweep_tmp(fs, layout)
+    if shard is None:  # shard runs may run side by side (an Indexed Job): each keeps to its own tmp
+        sweep_tmp(fs, layout)
     start = time.monotonic()
     inputs = list_files(source.uri, source.format, source.options, storage)
-    shards = make_shards(inputs, count=shard[1] if shard else None, files_per_shard=source.options.get("files_per_shard"))
+    # An engine that partitions its inputs itself (Spark) gets them all as one shard.
+    whole = shard is None and getattr(engine, "partitions_inputs", False)
+    shards = make_shards(inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"))
     progress = Progress(fs, layout.root)
     state = {
         "pipeline_hash": pipeline_hash(spec),
@@ -212,7 +284,7 @@ def run_pipeline(
         raise RunError(f"cannot write to sink '{sink.uri}': {exc.strerror or exc} (check that the path exists and is writable; nothing was written)") from exc
     if note and options.progress:
         print(f"dataflow: {note}", file=sys.stderr, flush=True)
-    phases = _phases(engine, optimized, job, progress.staged)
+    phases = [_Phase("map", job, sharded=True)] if whole else _phases(engine, optimized, job, progress.staged)
     todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]
     try:
         _run_shards(engine, phases[0].job, todo, layout, progress, spec, options)
@@ -231,17 +303,62 @@ def run_pipeline(
     return _finish(spec, engine.name, fs, layout, progress, start)
 
 
-def _shard_context(layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs) -> tuple[str, RunContext]:
+def _shard_context(layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, cache: dict[str, Any] | None = None) -> tuple[str, RunContext]:
     tmp = posixpath.join(layout.tmp, shard_id)
     side = SideOutputs(uri=spec.sink.uri, storage_options=spec.storage.options, stats_dir=posixpath.join(tmp, "_stats"), errors_dir=posixpath.join(tmp, "_errors"))
-    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs)
+    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache)
+
+
+def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
+    """Resolve the cache tier: ``--cache-dir``, else ``storage.cache.dir``, else ``DATAFLOW_CACHE_DIR``.
+
+    ``max_bytes`` comes from ``storage.cache.max_bytes``, else ``DATAFLOW_CACHE_MAX_BYTES``. An
+    empty ``--cache-dir`` turns the cache off. A directory that cannot be used is reported once
+    here, and the run reads directly from remote storage.
+    """
+    import logging
+
+    from connectors.registry import check_cache, parse_size
+
+    declared = spec.storage.cache
+    folder = options.cache_dir if options.cache_dir is not None else (declared.dir if declared else os.environ.get("DATAFLOW_CACHE_DIR", ""))
+    if not folder:
+        return None
+    max_bytes = declared.max_bytes if declared and declared.max_bytes else None
+    if max_bytes is None and os.environ.get("DATAFLOW_CACHE_MAX_BYTES"):
+        try:
+            max_bytes = parse_size(os.environ["DATAFLOW_CACHE_MAX_BYTES"])
+        except ValueError as exc:
+            raise DataflowError(f"DATAFLOW_CACHE_MAX_BYTES: {exc}") from exc
+    cache = {"dir": folder, "max_bytes": max_bytes}
+    problem = check_cache(cache)
+    if problem:
+        logging.getLogger("dataflow.cache").warning("dataflow cache: %s; reading directly from remote storage", problem)
+        return None
+    return cache
+
+
+def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
+    """Sum the cache counters the read tasks of this run left under ``<tmp>/<shard>/_cache/``."""
+    if not fs.exists(layout.tmp):
+        return None
+    paths = [p for p in fs.find(layout.tmp) if posixpath.basename(posixpath.dirname(p)) == CACHE_COUNTERS_DIR]
+    if not paths:
+        return None
+    total = CacheReport()
+    for path in paths:
+        for name, value in json.loads(fs.cat_file(path)).items():
+            if hasattr(total, name):
+                setattr(total, name, getattr(total, name) + int(value))
+    return total
 
 
 def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions) -> None:
     """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
+    cache = cache_config(spec, options)
 
     def one(s: Shard) -> None:
-        tmp, ctx = _shard_context(layout, s.id, layout.run_id, spec, s.inputs)
+        tmp, ctx = _shard_context(layout, s.id, layout.run_id, spec, s.inputs, cache)
         written = engine.execute(job, ctx, options) if s.inputs else []
         progress.stage(s, tmp, written, phase="map")
 
@@ -286,6 +403,7 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
     outputs = [m for m in markers if m["phase"] == ("global" if has_global else "map")]
     files = progress.staged_files(outputs)
     report = _report(spec, engine_name, _stats(fs, progress, markers), files, time.monotonic() - start)
+    report.cache = _cache_report(fs, layout)
     error_dirs = progress.side_dirs(markers, "_errors")
     problem = _budget_problem(spec, report)
     if problem:
@@ -310,6 +428,7 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
     progress.clear()
     report.published = True
     report.wall_seconds = time.monotonic() - start
+    write_html_report(report, spec, fs, layout.root)  # <sink>/_dataflow/report.html; fills report.source*, .resources
     with fs.open(posixpath.join(progress.base, "report.json"), "wb") as f:
         f.write(json.dumps(report.to_dict(), indent=2).encode("utf-8"))
     return report

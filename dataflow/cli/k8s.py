@@ -1,4 +1,4 @@
-"""``dataflow k8s``: render a pipeline as KubeRay / Spark Operator objects, submit, follow, delete."""
+"""``dataflow k8s``: render a pipeline as KubeRay / Spark Operator objects (or plain Jobs), submit, follow, delete."""
 from __future__ import annotations
 
 import click
@@ -20,6 +20,14 @@ def _render_options(fn):
             "--profile", type=click.Choice(["default", "borrow"]),
             help="borrow: low priority and preemptible, on capacity other queues lend; default: the config's, else default.",
         ),
+        click.option(
+            "--target", type=click.Choice(["auto", "job"]), default="auto", show_default=True,
+            help="auto: a RayJob / SparkApplication per stage; job: a plain Indexed Job of shards plus a commit Job (map-only pipelines).",
+        ),
+        click.option(
+            "--shards", type=click.IntRange(1, 100_000),
+            help="With --target job: the number of shards (pods of the Indexed Job); default: the config's job.shards, else 8.",
+        ),
         debug_option,
     ]
     for option in reversed(options):
@@ -32,15 +40,18 @@ def _client_options(fn):
     return click.option("--kubeconfig", type=click.Path(dir_okay=False), help="kubeconfig file; default: ~/.kube/config, else in-cluster.")(fn)
 
 
-def _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile):
+def _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards):
     from dataflow.k8s.config import load_cluster_config
     from dataflow.k8s.render import render_pipeline
 
     config = load_cluster_config(
         cluster_config,
-        **{"namespace": namespace, "image": image, "volcano.queue": queue, "volcano.priority_class": priority_class, "volcano.profile": profile},
+        **{
+            "namespace": namespace, "image": image, "volcano.queue": queue, "volcano.priority_class": priority_class,
+            "volcano.profile": profile, "job.shards": shards,
+        },
     )
-    return render_pipeline(pipeline, config, config_file=cluster_config)
+    return render_pipeline(pipeline, config, config_file=cluster_config, target=target)
 
 
 @click.group()
@@ -51,6 +62,7 @@ def k8s() -> None:
     Examples:
       dataflow k8s render pipelines/thumbnails.yaml
       dataflow k8s render p.yaml --queue ai-data --profile borrow -o json
+      dataflow k8s render p.yaml --target job --shards 64
       dataflow k8s submit p.yaml --cluster-config k8s.yaml --dry-run
       dataflow k8s status p.yaml --watch 3600
     """
@@ -60,9 +72,9 @@ def k8s() -> None:
 @_render_options
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True, help="Output format.")
 @handle_errors
-def render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, output):
+def render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards, output):
     """Print PIPELINE's objects (validated against the CRD schemas), ready for kubectl apply -f -."""
-    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile)
+    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
     click.echo(rendered.to_yaml() if output == "yaml" else rendered.to_json(), nl=output == "json")
 
 
@@ -72,16 +84,19 @@ def render(pipeline, cluster_config, namespace, image, queue, priority_class, pr
 @click.option("--dry-run", is_flag=True, help="Server-side dry run: the API server checks everything, stores nothing.")
 @click.option("--wait", "wait_s", type=float, help="Follow the jobs until they finish, for at most this many seconds.")
 @handle_errors
-def submit(pipeline, cluster_config, namespace, image, queue, priority_class, profile, kubeconfig, context, dry_run, wait_s):
-    """Create PIPELINE's objects in the cluster (exit 1 if the API server refuses one or a waited-for job fails)."""
+def submit(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards, kubeconfig, context, dry_run, wait_s):
+    """Create PIPELINE's objects in the cluster (exit 1 if the API server refuses one or a waited-for job fails).
+
+    With --target job the commit Job is created suspended; --wait resumes it once every shard has succeeded.
+    """
     from dataflow.k8s.submit import kube_client, submit as submit_objects, wait
 
-    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile)
+    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
     api = kube_client(kubeconfig, context)
     suffix = " (dry run)" if dry_run else ""
     submit_objects(rendered, api, dry_run=dry_run, on_done=lambda done: click.echo(f"{done.kind}/{done.name}: {done.note}{suffix}"))
     if wait_s is not None and not dry_run:
-        wait(rendered, api, timeout=wait_s, on_change=lambda state: click.echo(str(state)))
+        wait(rendered, api, timeout=wait_s, on_change=lambda state: click.echo(str(state)), resume=True)
 
 
 @k8s.command()
@@ -90,11 +105,14 @@ def submit(pipeline, cluster_config, namespace, image, queue, priority_class, pr
 @click.option("--watch", "watch_s", type=float, help="Keep polling until the jobs finish, for at most this many seconds.")
 @click.option("--interval", type=float, default=10.0, show_default=True, help="Seconds between polls with --watch.")
 @handle_errors
-def status(pipeline, cluster_config, namespace, image, queue, priority_class, profile, kubeconfig, context, watch_s, interval):
-    """Print the operator's status of PIPELINE's jobs (RayJob jobDeploymentStatus, SparkApplication state)."""
+def status(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards, kubeconfig, context, watch_s, interval):
+    """Print the status of PIPELINE's jobs (RayJob jobDeploymentStatus, SparkApplication state, Job conditions).
+
+    With --watch on --target job, the watch ends when only the suspended commit Job is left.
+    """
     from dataflow.k8s.submit import job_states, kube_client, wait
 
-    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile)
+    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
     api = kube_client(kubeconfig, context)
     if watch_s is None:
         for state in job_states(rendered, api):
@@ -108,11 +126,16 @@ def status(pipeline, cluster_config, namespace, image, queue, priority_class, pr
 @_client_options
 @click.option("--tail", type=int, help="Only the last N lines.")
 @handle_errors
-def logs(pipeline, cluster_config, namespace, image, queue, priority_class, profile, kubeconfig, context, tail):
-    """Print the driver log of PIPELINE's jobs."""
+def logs(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards, kubeconfig, context, tail):
+    """Print the driver log of PIPELINE's jobs.
+
+    \b
+    Examples:
+      dataflow k8s logs pipelines/thumbnails.yaml --cluster-config k8s.yaml --tail 100
+    """
     from dataflow.k8s.submit import job_logs, kube_client
 
-    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile)
+    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
     for ref, text in job_logs(rendered, kube_client(kubeconfig, context), tail_lines=tail).items():
         click.echo(f"==> {ref} <==")
         click.echo(text, nl=not text.endswith("\n"))
@@ -123,10 +146,15 @@ def logs(pipeline, cluster_config, namespace, image, queue, priority_class, prof
 @_client_options
 @click.option("--dry-run", is_flag=True, help="Server-side dry run.")
 @handle_errors
-def delete(pipeline, cluster_config, namespace, image, queue, priority_class, profile, kubeconfig, context, dry_run):
-    """Delete PIPELINE's jobs and ConfigMap (the Volcano queue stays)."""
+def delete(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards, kubeconfig, context, dry_run):
+    """Delete PIPELINE's jobs and ConfigMap (the Volcano queue stays).
+
+    \b
+    Examples:
+      dataflow k8s delete pipelines/thumbnails.yaml --cluster-config k8s.yaml --dry-run
+    """
     from dataflow.k8s.submit import delete as delete_objects, kube_client
 
-    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile)
+    rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
     for done in delete_objects(rendered, kube_client(kubeconfig, context), dry_run=dry_run):
         click.echo(f"{done.kind}/{done.name}: {done.note}")

@@ -28,6 +28,7 @@ __all__ = [
     "CacheConfig",
     "ClusterConfig",
     "DEFAULT_IMAGE",
+    "JobConfig",
     "RayConfig",
     "RayGroupConfig",
     "ScratchConfig",
@@ -186,6 +187,31 @@ class VolcanoConfig(_Model):
     reclaimable: bool | None = Field(None, description="Whether other queues may reclaim from it (unset: true).")
 
 
+class JobConfig(_Model):
+    """How a map-only pipeline becomes a batch/v1 Indexed Job (``--target job``): one pod per input shard.
+
+    Each pod runs ``dataflow run --shard I/N`` with the engine inside the pod (a local Ray or Spark),
+    so one pod must hold every step's declared ``concurrency`` at once; its size grows to fit.
+    """
+
+    shards: int = Field(
+        8, ge=1, le=100_000, description="completions: the N of 'dataflow run --shard I/N' (--shards overrides)."
+    )
+    parallelism: int = Field(4, ge=1, description="Shard pods running at once (capped at shards).")
+    cpu: Quantity = Field(4, description="CPU request and limit of a shard pod.")
+    memory: Quantity = Field("16Gi", description="Memory request and limit of a shard pod.")
+    gpus: int = Field(0, ge=0, description="GPUs of a shard pod (raised to what the steps declare).")
+    node_selector: dict[str, str] = Field(default_factory=dict, description="nodeSelector of the pods.")
+    tolerations: list[dict[str, Any]] = Field(default_factory=list, description="Tolerations of the pods.")
+    backoff_limit_per_index: int = Field(
+        2, ge=0, description="Retries of one shard before its index fails (backoffLimitPerIndex; Kubernetes >= 1.29)."
+    )
+    ttl_seconds_after_finished: int = Field(86400, ge=0, description="Delete the Jobs (and their pods' logs) this long after they end.")
+    active_deadline_seconds: int | None = Field(None, gt=0, description="Wall-clock limit of the shard Job.")
+    commit_cpu: Quantity = Field(1, description="CPU of the commit pod ('dataflow commit SINK --shards N').")
+    commit_memory: Quantity = Field("2Gi", description="Memory of the commit pod.")
+
+
 class ClusterConfig(_Model):
     """Everything ``dataflow k8s render`` needs besides the pipeline; every key has a default."""
 
@@ -207,6 +233,7 @@ class ClusterConfig(_Model):
     ray: RayConfig = Field(default_factory=RayConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
     volcano: VolcanoConfig = Field(default_factory=VolcanoConfig)
+    job: JobConfig = Field(default_factory=JobConfig, description="Plain Indexed Jobs (--target job).")
 
 
 def load_cluster_config(path: str | None, **overrides: Any) -> ClusterConfig:

@@ -6,7 +6,8 @@ rendering checks them itself. Sources: kuberay ``ray-operator/controllers/ray/ut
 (``ValidateRayJobMetadata``, ``ValidateRayJobSpec``, ``ValidateRayClusterSpec``) and the
 volcano scheduler plugin; spark-operator ``internal/webhook/sparkconf_validator.go``,
 ``dynamicallocation_validator.go`` and ``sparkapplication_validator.go``; Kubernetes object
-metadata rules (DNS names, labels, ConfigMap size).
+metadata rules (DNS names, labels, ConfigMap size); the Job controller's pod hostnames
+(``pkg/controller/job``: ``<name>-<index>`` for an Indexed Job).
 """
 from __future__ import annotations
 
@@ -186,7 +187,24 @@ def _queue_errors(obj: dict[str, Any]) -> list[str]:
     return _name_errors(name, "Queue", _DNS1123_SUBDOMAIN, "DNS-1123 subdomain", 253) + queue_errors(obj)
 
 
-_RULES = {"RayJob": _rayjob_errors, "SparkApplication": _spark_errors, "ConfigMap": _configmap_errors, "Queue": _queue_errors}
+def _job_errors(obj: dict[str, Any]) -> list[str]:
+    name, spec = obj.get("metadata", {}).get("name"), obj.get("spec", {})
+    # The Job controller labels every pod job-name=<name>, so the name is also a label value.
+    problems = _name_errors(name, "Job", _DNS1123_LABEL, "DNS-1123 label", MAX_DNS_LABEL)
+    if spec.get("completionMode") == "Indexed" and isinstance(name, str):
+        host = f"{name}-{spec.get('completions', 1) - 1}"
+        if len(host) > MAX_DNS_LABEL:
+            problems.append(
+                f"metadata.name: {name!r} makes the last pod's hostname {host!r} ({len(host)} characters); the Job "
+                f"controller sets each pod's hostname to <name>-<index>, a DNS label of at most {MAX_DNS_LABEL}"
+            )
+    return problems
+
+
+_RULES = {
+    "RayJob": _rayjob_errors, "SparkApplication": _spark_errors, "ConfigMap": _configmap_errors, "Queue": _queue_errors,
+    "Job": _job_errors,
+}
 
 
 def object_rule_errors(obj: dict[str, Any]) -> list[str]:

@@ -7,6 +7,8 @@ The objects, in the order they are applied:
    pod's environment, with its Secret references, resolves them) and, for Spark, ``entrypoint.py``;
 3. one job per stage of the optimized plan: a KubeRay ``RayJob`` for a Ray stage, a Spark Operator
    ``SparkApplication`` for a Spark stage. Each runs ``dataflow run /etc/dataflow/pipeline.yaml``.
+   With ``target="job"`` instead: a ``batch/v1`` Indexed Job running one input shard per pod and
+   a suspended commit Job (see ``dataflow.k8s.job``), for map-only pipelines on any cluster.
 
 Every custom object is validated strictly against the vendored CRD schema and against the
 controllers' own rules; rendering fails with every problem listed rather than emit an invalid object.
@@ -19,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from connectors.registry import scheme_of
 from dataflow.dsl.parse import parse_pipeline
 from dataflow.dsl.yaml_io import load
 from dataflow.errors import PipelineSpecError, PlanError, SpecIssue
@@ -26,6 +29,7 @@ from dataflow.k8s import pod
 from dataflow.k8s.config import ClusterConfig
 from dataflow.k8s.controller_rules import object_rule_errors
 from dataflow.k8s.credentials import check_env, check_pipeline_credentials, referenced_variables
+from dataflow.k8s.job import check_map_only, commit_job, shard_job
 from dataflow.k8s.naming import dns_name
 from dataflow.k8s.rayjob import ray_job
 from dataflow.k8s.schema import kind_of, schema_errors
@@ -36,12 +40,16 @@ from dataflow.plan import build_plan, optimize, validate_plan
 from dataflow.plan.nodes import LogicalPlan
 from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
 
-__all__ = ["ManifestError", "Rendered", "render_pipeline", "render_plan"]
+__all__ = ["ManifestError", "Rendered", "TARGETS", "render_pipeline", "render_plan"]
 
 PIPELINE_KEY = "pipeline.yaml"
 # NOTE: stands in for Secret-provided variables while planning; the plan never reaches a manifest.
 _SECRET_PLACEHOLDER = "<from-secret>"
 _BUILDERS = {"ray": ray_job, "spark": spark_application}
+# auto: the operator object of each stage's engine; job: plain batch/v1 Jobs (map-only pipelines).
+TARGETS = ("auto", "job")
+# Sinks on the pod's own filesystem: the shards of a Job would land in different pods.
+_POD_LOCAL_SCHEMES = frozenset({"file", "memory"})
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -77,8 +85,8 @@ class Rendered:
 
     @property
     def jobs(self) -> tuple[dict[str, Any], ...]:
-        """The RayJob / SparkApplication objects, one per stage."""
-        return tuple(o for o in self.objects if o["kind"] in ("RayJob", "SparkApplication"))
+        """The RayJob / SparkApplication objects, one per stage, or the shard and commit Jobs."""
+        return tuple(o for o in self.objects if o["kind"] in ("RayJob", "SparkApplication", "Job"))
 
 
 def _labels(config: ClusterConfig, base: str) -> dict[str, str]:
@@ -112,17 +120,41 @@ def _kind(stage: Stage) -> str:
     return "RayJob" if stage.engine == "ray" else "SparkApplication"
 
 
-def render_plan(plan: LogicalPlan, pipeline_text: str, config: ClusterConfig, *, config_file: str | None = None) -> Rendered:
+def _commit_sink(plan: LogicalPlan) -> str:
+    """Return the sink URI the commit Job publishes, as the shard pods resolve it."""
+    uri = plan.spec.sink.uri
+    if _SECRET_PLACEHOLDER in uri:
+        raise PlanError(
+            "sink.uri: refers to a variable only a Secret provides, but the commit Job's command carries the "
+            "sink in plain text; set that variable in the cluster config's env"
+        )
+    if scheme_of(uri) in _POD_LOCAL_SCHEMES:
+        raise PlanError(
+            f"sink.uri: {uri!r} is on the pod's own filesystem, and every pod of a Job has its own, so the commit "
+            "Job would find no shards (expected shared storage such as s3://, gs:// or hdfs://; a ${VAR} in the "
+            "pipeline can take it from the cluster config's env)"
+        )
+    return uri
+
+
+def render_plan(
+    plan: LogicalPlan, pipeline_text: str, config: ClusterConfig, *, config_file: str | None = None, target: str = "auto",
+) -> Rendered:
     """Render an optimized plan whose pipeline file reads ``pipeline_text``.
 
     The cache volume is mounted at the pipeline's ``storage.cache.dir`` when it declares one (that
     setting wins over ``DATAFLOW_CACHE_DIR`` in ``dataflow run``), else at the config's ``cache.dir``.
 
     Raises:
-        PlanError: a stage's engine has no Kubernetes operator.
+        PlanError: a stage's engine has no Kubernetes operator; with ``target="job"``, a global step
+            or a sink the pods cannot share.
         PipelineSpecError: a cluster config setting contradicts another (e.g. borrow without a queue).
         ManifestError: listing every schema or controller rule an object breaks.
     """
+    if target not in TARGETS:
+        raise PlanError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
+    if target == "job":
+        check_map_only(plan)
     stages = plan_stages(plan)
     declared = plan.spec.storage.cache
     if declared is not None and declared.dir != config.cache.dir:
@@ -136,23 +168,29 @@ def render_plan(plan: LogicalPlan, pipeline_text: str, config: ClusterConfig, *,
         objects.append(queue_object(config, labels))
     config_map = f"{base}-pipeline"
     data = {PIPELINE_KEY: pipeline_text}
-    if any(s.engine == "spark" for s in stages):
+    if target == "auto" and any(s.engine == "spark" for s in stages):
         data[ENTRYPOINT_FILE] = ENTRYPOINT_SCRIPT
     objects.append(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": config_map, "namespace": config.namespace, "labels": labels}, "data": data}
     )
-    for stage in stages:
-        builder = _BUILDERS.get(stage.engine)
-        if builder is None:
-            raise PlanError(f"stage {stage.index + 1} runs on '{stage.engine}', which has no Kubernetes operator (expected ray or spark)")
-        pod_labels = {**labels, "dataflow.io/stage": stage.name} if stage.name else dict(labels)
-        job_labels = {**pod_labels, **(ray_labels(volcano) if stage.engine == "ray" else {})}
-        objects.append(
-            builder(
-                stage, config, name=_job_name(base, stage), config_map=config_map, labels=job_labels, pod_labels=pod_labels,
-                annotations=_stage_annotations(stages, stage, base, config), volcano=volcano, command=_command(stage),
+    if target == "job":
+        # NOTE: every pod runs all stages itself, so stages need no handoff annotations here.
+        common = {"labels": labels, "annotations": dict(config.annotations), "volcano": volcano}
+        objects.append(shard_job(stages, config, name=base, config_map=config_map, **common))
+        objects.append(commit_job(config, shard_job_name=base, sink=_commit_sink(plan), **common))
+    else:
+        for stage in stages:
+            builder = _BUILDERS.get(stage.engine)
+            if builder is None:
+                raise PlanError(f"stage {stage.index + 1} runs on '{stage.engine}', which has no Kubernetes operator (expected ray or spark)")
+            pod_labels = {**labels, "dataflow.io/stage": stage.name} if stage.name else dict(labels)
+            job_labels = {**pod_labels, **(ray_labels(volcano) if stage.engine == "ray" else {})}
+            objects.append(
+                builder(
+                    stage, config, name=_job_name(base, stage), config_map=config_map, labels=job_labels, pod_labels=pod_labels,
+                    annotations=_stage_annotations(stages, stage, base, config), volcano=volcano, command=_command(stage),
+                )
             )
-        )
     _check(objects, named_by_config=config.name is not None)
     return Rendered(objects=tuple(objects), stages=stages)
 
@@ -179,7 +217,7 @@ def _pod_environ(config: ClusterConfig, data: Any) -> dict[str, str]:
     return environ
 
 
-def render_pipeline(path: str, config: ClusterConfig, *, config_file: str | None = None) -> Rendered:
+def render_pipeline(path: str, config: ClusterConfig, *, config_file: str | None = None, target: str = "auto") -> Rendered:
     """Load, check and plan the pipeline at ``path``, then render it for the cluster.
 
     ``${VAR}`` references are resolved against the environment the pods will have (the
@@ -189,10 +227,11 @@ def render_pipeline(path: str, config: ClusterConfig, *, config_file: str | None
         path: The pipeline YAML file.
         config: The cluster config.
         config_file: Where ``config`` came from, for messages.
+        target: ``auto`` (a RayJob / SparkApplication per stage) or ``job`` (plain Indexed Jobs).
 
     Raises:
         PipelineSpecError: the pipeline is invalid, inlines a credential, or refers to a variable the pods lack.
-        PlanError: the plan is invalid.
+        PlanError: the plan is invalid, or cannot run as ``target``.
         ManifestError: an object breaks a schema or controller rule.
     """
     try:
@@ -205,4 +244,4 @@ def render_pipeline(path: str, config: ClusterConfig, *, config_file: str | None
     check_pipeline_credentials(data, lines, path, set(config.secret_env), bool(config.env_from_secrets))
     spec = parse_pipeline(data, file=path, lines=lines, environ=_pod_environ(config, data))
     plan = optimize(validate_plan(build_plan(spec)), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
-    return render_plan(plan, text, config, config_file=config_file)
+    return render_plan(plan, text, config, config_file=config_file, target=target)

@@ -6,6 +6,9 @@ pipeline ConfigMap (refused if it exists: it would hold another run's pipeline),
 it), and finally the ConfigMap's ``ownerReferences`` to the jobs, so deleting the jobs garbage-
 collects it. With ``dry_run`` every create carries ``dryRun=All``: the API server and its
 admission webhooks check everything and persist nothing.
+
+Plain Jobs (``--target job``) go through the ``BatchV1Api`` the same way. Their commit Job is
+created suspended; ``wait(resume=True)`` resumes it once the shard Job is ``Complete``.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from dataflow.errors import ConnectorError, RunError
+from dataflow.k8s.job import AFTER_ANNOTATION
 from dataflow.k8s.render import Rendered
 from dataflow.k8s.schema import KINDS
 
@@ -23,7 +27,12 @@ __all__ = ["JobState", "Submitted", "delete", "job_logs", "job_states", "kube_cl
 _TERMINAL = {
     "RayJob": {"Complete": True, "Failed": False, "ValidationFailed": False},
     "SparkApplication": {"COMPLETED": True, "FAILED": False, "SUBMISSION_FAILED": False},
+    "Job": {"Complete": True, "Failed": False},
 }
+_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+# The Job conditions that name a state, in the order they win (FailureTarget / SuccessCriteriaMet come
+# before the terminal Failed / Complete).
+_JOB_CONDITIONS = ("Failed", "Complete", "FailureTarget", "SuccessCriteriaMet", "Suspended")
 
 
 def _kubernetes():
@@ -89,6 +98,7 @@ def submit(
     ApiException = kubernetes.client.ApiException
     custom = kubernetes.client.CustomObjectsApi(api_client)
     core = kubernetes.client.CoreV1Api(api_client)
+    batch = kubernetes.client.BatchV1Api(api_client)
     options = {"field_validation": "Strict", **({"dry_run": "All"} if dry_run else {})}
     done: list[Submitted] = []
 
@@ -115,14 +125,20 @@ def submit(
     record(Submitted("ConfigMap", config_map["metadata"]["name"]))
     owners = []
     for job in rendered.jobs:
-        crd = KINDS[job["kind"]]
         try:
-            created = custom.create_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, job, **options)
+            if job["kind"] == "Job":
+                # NOTE: the raw answer, a dict like the custom objects API's (not a V1Job model).
+                created = json.loads(batch.create_namespaced_job(namespace, job, _preload_content=False, **options).data)
+            else:
+                crd = KINDS[job["kind"]]
+                created = custom.create_namespaced_custom_object(crd.group, crd.version, namespace, crd.plural, job, **options)
         except ApiException as exc:
             if not dry_run:
                 core.delete_namespaced_config_map(config_map["metadata"]["name"], namespace)
             raise _api_error(f"create {_ref(job)}", exc) from exc
-        record(Submitted(job["kind"], job["metadata"]["name"]))
+        after = job["metadata"].get("annotations", {}).get(AFTER_ANNOTATION)
+        note = f"created, suspended until {after} completes" if job["spec"].get("suspend") and after else "created"
+        record(Submitted(job["kind"], job["metadata"]["name"], note))
         uid = created.get("metadata", {}).get("uid")
         if uid:
             owners.append({"apiVersion": job["apiVersion"], "kind": job["kind"], "name": job["metadata"]["name"], "uid": uid})
@@ -157,7 +173,20 @@ class JobState:
         return f"{self.kind}/{self.name}: {self.state or 'Pending'}" + (f" ({extra})" if extra else "")
 
 
+def _job_state(name: str, obj: dict[str, Any]) -> JobState:
+    status = obj.get("status") or {}
+    true = {c.get("type") for c in status.get("conditions") or [] if c.get("status") == "True"}
+    state = next((c for c in _JOB_CONDITIONS if c in true), "Running" if status.get("active") else "")
+    keys = ("active", "succeeded", "failed", "completedIndexes", "failedIndexes")
+    details = {k: status.get(k) for k in keys}
+    if state == "Suspended":
+        details["after"] = (obj.get("metadata", {}).get("annotations") or {}).get(AFTER_ANNOTATION)
+    return JobState("Job", name, state, details)
+
+
 def _state(kind: str, name: str, obj: dict[str, Any]) -> JobState:
+    if kind == "Job":
+        return _job_state(name, obj)
     status = obj.get("status") or {}
     if kind == "RayJob":
         details = {k: status.get(k) for k in ("jobStatus", "reason", "message", "rayClusterName", "dashboardURL")}
@@ -175,22 +204,39 @@ def job_states(rendered: Rendered, api_client) -> list[JobState]:
     """
     kubernetes = _kubernetes()
     custom = kubernetes.client.CustomObjectsApi(api_client)
+    batch = kubernetes.client.BatchV1Api(api_client)
     states = []
     for job in rendered.jobs:
-        crd, meta = KINDS[job["kind"]], job["metadata"]
+        meta = job["metadata"]
         try:
-            obj = custom.get_namespaced_custom_object_status(crd.group, crd.version, meta["namespace"], crd.plural, meta["name"])
+            if job["kind"] == "Job":
+                obj = json.loads(batch.read_namespaced_job_status(meta["name"], meta["namespace"], _preload_content=False).data)
+            else:
+                crd = KINDS[job["kind"]]
+                obj = custom.get_namespaced_custom_object_status(crd.group, crd.version, meta["namespace"], crd.plural, meta["name"])
         except kubernetes.client.ApiException as exc:
             raise _api_error(f"read {_ref(job)}", exc) from exc
         states.append(_state(job["kind"], meta["name"], obj))
     return states
 
 
+def _resume(job: dict[str, Any], api_client) -> None:
+    kubernetes = _kubernetes()
+    meta = job["metadata"]
+    try:
+        kubernetes.client.BatchV1Api(api_client).patch_namespaced_job(meta["name"], meta["namespace"], {"spec": {"suspend": False}})
+    except kubernetes.client.ApiException as exc:
+        raise _api_error(f"resume {_ref(job)}", exc) from exc
+
+
 def wait(
     rendered: Rendered, api_client, *, timeout: float, interval: float = 10.0,
-    on_change: Callable[[JobState], None] = lambda state: None,
+    on_change: Callable[[JobState], None] = lambda state: None, resume: bool = False,
 ) -> list[JobState]:
     """Poll until every job has finished; call ``on_change`` whenever a job's state changes.
+
+    A suspended Job whose ``dataflow.io/after`` job has succeeded (the commit Job of ``--target
+    job``) is resumed when ``resume`` is set; otherwise the wait ends there, leaving it suspended.
 
     Raises:
         RunError: a job failed, or ``timeout`` seconds passed first.
@@ -208,13 +254,23 @@ def wait(
             raise RunError("; ".join(str(s) for s in failed))
         if all(s.finished for s in states):
             return states
+        succeeded = {f"{s.kind}/{s.name}" for s in states if s.succeeded}
+        ready = {s.name for s in states if s.state == "Suspended" and s.details.get("after") in succeeded}
+        if resume:
+            for job in (j for j in rendered.jobs if j["metadata"]["name"] in ready):
+                _resume(job, api_client)
+        elif ready and all(s.finished or s.name in ready for s in states):
+            return states
         if time.monotonic() >= deadline:
             raise RunError(f"jobs still running after {timeout:g} s: " + "; ".join(str(s) for s in states if not s.finished))
         time.sleep(interval)
 
 
 def job_logs(rendered: Rendered, api_client, *, tail_lines: int | None = None) -> dict[str, str]:
-    """Return the driver log of every job: the RayJob submitter (it follows ``ray job logs``) or the Spark driver.
+    """Return the driver log of every job, or the log of every pod of a plain Job.
+
+    A RayJob's driver log is its submitter pod's (it follows ``ray job logs``); a SparkApplication's
+    is its driver pod's.
 
     Raises:
         RunError: a pod or its log cannot be read.
@@ -225,6 +281,9 @@ def job_logs(rendered: Rendered, api_client, *, tail_lines: int | None = None) -
     logs = {}
     for job in rendered.jobs:
         meta = job["metadata"]
+        if job["kind"] == "Job":
+            logs.update(_pod_logs(job, core, tail_lines, kubernetes.client.ApiException))
+            continue
         try:
             if job["kind"] == "RayJob":
                 pods = core.list_namespaced_pod(meta["namespace"], label_selector=f"job-name={meta['name']}").items
@@ -244,6 +303,26 @@ def job_logs(rendered: Rendered, api_client, *, tail_lines: int | None = None) -
     return logs
 
 
+def _pod_order(p) -> tuple[int, str]:
+    """Sort pods by completion index, then by age (a retried index has one pod per attempt)."""
+    return int((p.metadata.annotations or {}).get(_INDEX_ANNOTATION, 0)), str(p.metadata.creation_timestamp or "")
+
+
+def _pod_logs(job: dict[str, Any], core, tail_lines: int | None, api_exception) -> dict[str, str]:
+    """Return the log of every pod of a plain Job, in completion-index order."""
+    meta = job["metadata"]
+    kwargs: dict[str, Any] = {"tail_lines": tail_lines} if tail_lines else {}
+    try:
+        pods = core.list_namespaced_pod(meta["namespace"], label_selector=f"job-name={meta['name']}").items
+        logs = {}
+        for p in sorted(pods, key=_pod_order):
+            response = core.read_namespaced_pod_log(p.metadata.name, meta["namespace"], _preload_content=False, **kwargs)
+            logs[f"{_ref(job)} pod/{p.metadata.name}"] = response.data.decode("utf-8", errors="replace")
+    except api_exception as exc:
+        raise _api_error(f"read the logs of {_ref(job)}", exc) from exc
+    return logs
+
+
 def delete(rendered: Rendered, api_client, *, dry_run: bool = False) -> list[Submitted]:
     """Delete the jobs and the ConfigMap (the Queue is shared and stays); missing objects are skipped.
 
@@ -253,6 +332,7 @@ def delete(rendered: Rendered, api_client, *, dry_run: bool = False) -> list[Sub
     kubernetes = _kubernetes()
     custom = kubernetes.client.CustomObjectsApi(api_client)
     core = kubernetes.client.CoreV1Api(api_client)
+    batch = kubernetes.client.BatchV1Api(api_client)
     options = {"dry_run": "All"} if dry_run else {}
     done = []
     for obj in (*rendered.jobs, next(o for o in rendered.objects if o["kind"] == "ConfigMap")):
@@ -260,6 +340,9 @@ def delete(rendered: Rendered, api_client, *, dry_run: bool = False) -> list[Sub
         try:
             if obj["kind"] == "ConfigMap":
                 core.delete_namespaced_config_map(meta["name"], meta["namespace"], **options)
+            elif obj["kind"] == "Job":
+                # NOTE: Background, as kubectl does: the API's default for a Job orphans its pods.
+                batch.delete_namespaced_job(meta["name"], meta["namespace"], propagation_policy="Background", **options)
             else:
                 crd = KINDS[obj["kind"]]
                 custom.delete_namespaced_custom_object(
