@@ -99,6 +99,12 @@ class Pipeline:
         steps = " -> ".join(s.get("op", "?") for s in data.get("steps", []))
         return f"Pipeline({data.get('name')!r}: {data.get('source', {}).get('uri')} -> {steps or '(no steps)'} -> {data.get('sink', {}).get('uri')})"
 
+    def _repr_html_(self) -> str:
+        """The plan in a notebook: source, each step with its engine and params, sink."""
+        from dataflow.report.notebook import pipeline_html
+
+        return pipeline_html(self._data)
+
     # -- execution ----------------------------------------------------------------------------
     def run(self, **options: Any):
         """Run to the sink and commit; return the RunReport. Options as ``RunOptions``."""
@@ -114,6 +120,17 @@ class Pipeline:
 
         data = self._data if "sink" in self._data else {**self._data, "sink": {"uri": "unused"}}
         return take_rows(parse_pipeline(data), n, RunOptions(**options))
+
+    def preview(self, n: int = 8):
+        """Run the steps on the first ``n`` inputs in this process (no cluster) and show what happened.
+
+        Returns a ``PreviewRows``: the kept rows, plus each input's outcome (kept, or which step
+        dropped or refused it and why); in a notebook it shows thumbnails, audio players and text.
+        """
+        from dataflow.report.preview import preview_pipeline
+
+        data = self._data if "sink" in self._data else {**self._data, "sink": {"uri": "unused"}}
+        return preview_pipeline(parse_pipeline(data), n)
 
 
 def _spec_data(spec: PipelineSpec) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import click
 from dataflow.cli.options import debug_option as _debug_option
 from dataflow.cli.options import handle_errors as _handle_errors
 from dataflow.cli.options import set_option as _set_option
+from dataflow.cli.clusters import broker_options as _broker_options
 
 __all__ = ["cli", "main"]
 
@@ -29,6 +30,7 @@ def cli() -> None:
       dataflow run pipelines/thumbnails.yaml --set source.uri=./images
       dataflow explain pipelines/thumbnails.yaml
       dataflow ops image.resize
+      dataflow report ./out/thumbs --open
     """
 
 
@@ -37,13 +39,20 @@ def cli() -> None:
 @_set_option
 @click.option("--address", envvar="RAY_ADDRESS", help="Ray cluster address; default: start a local Ray (env RAY_ADDRESS).")
 @click.option("--object-store-memory", type=int, help="Bytes of object store for a local Ray.")
+@click.option("--spark-master", envvar="SPARK_MASTER", help="Spark master URL; default: start a local Spark, local[*] on 127.0.0.1 (env SPARK_MASTER).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the run report as JSON to this file.")
 @click.option("--restart", is_flag=True, help="Discard the progress of an interrupted run instead of resuming it.")
 @click.option("--shard", "shard_text", metavar="I/N", help="Run only the I-th of N deterministic input shards and stage it (publish with 'dataflow commit').")
 @click.option("--quiet", is_flag=True, help="Print no progress and no summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout instead of the summary (progress stays on stderr).")
+@click.option(
+    "--cache-dir", help="Read remote inputs through a node-local cache in this folder (overrides storage.cache.dir and DATAFLOW_CACHE_DIR; '' turns it off)."
+)
+@_broker_options
 @_debug_option
 @_handle_errors
-def run(pipeline, overrides, address, object_store_memory, report_path, restart, shard_text, quiet):
+def run(pipeline, overrides, address, object_store_memory, spark_master, report_path, restart, shard_text, quiet, cache_dir, as_json,
+        cluster, clusters_file, explain_placement, wait, gpu_type, max_cpus, max_gpus):
     """Run PIPELINE to its sink and commit the output.
 
     An interrupted run resumes from its committed shards when run again with the same pipeline
@@ -54,25 +63,40 @@ def run(pipeline, overrides, address, object_store_memory, report_path, restart,
       dataflow run pipelines/thumbnails.yaml
       dataflow run p.yaml --set sink.mode=overwrite --report report.json
       dataflow run p.yaml --shard 3/16     # one shard of an Indexed Job
+      dataflow run p.yaml --quiet --json | jq .rows_out
+      dataflow run p.yaml --cluster auto --clusters clusters.yaml   # where capacity is idle
     """
-    from dataflow.cli.summary import render_summary
     from dataflow.engines.base import RunOptions
     from dataflow.runner import BudgetExceededError, run_pipeline
 
     spec = _load(pipeline, overrides)
-    options = RunOptions(address=address, object_store_memory=object_store_memory, progress=not quiet)
+    if cluster or explain_placement or wait or gpu_type:
+        from dataflow.cli.clusters import run_on_cluster
+
+        return run_on_cluster(spec, cluster, clusters_file, explain=explain_placement, wait=wait, gpu_type=gpu_type, restart=restart,
+                              shard=shard_text, cache_dir=cache_dir, report_path=report_path, quiet=quiet, as_json=as_json)
+    options = RunOptions(address=address, spark_master=spark_master, object_store_memory=object_store_memory, progress=not quiet, cache_dir=cache_dir,
+                         max_cpus=max_cpus, max_gpus=max_gpus)
     try:
         report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
     except BudgetExceededError as exc:
         if report_path:
             _write_report(report_path, exc.report)
-        if not quiet:
-            click.echo(render_summary(exc.report), err=True)
+        _print_report(exc.report, quiet, as_json, err=True)
         raise
     if report_path:
         _write_report(report_path, report)
-    if not quiet:
-        click.echo(render_summary(report))
+    _print_report(report, quiet, as_json)
+
+
+def _print_report(report, quiet: bool, as_json: bool, err: bool = False) -> None:
+    """The report as JSON on stdout (--json), else the summary (coloured on a terminal only), unless --quiet."""
+    from dataflow.cli.summary import render_summary
+
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    elif not quiet:
+        click.echo(render_summary(report, color=True), err=err)  # click drops the colours off a TTY
 
 
 def _shard(text: str | None) -> tuple[int, int] | None:
@@ -98,6 +122,11 @@ def validate(pipeline, overrides):
     """Check PIPELINE (keys, ops, params, column flow, engine) without running it.
 
     Exits 0 when valid, 2 with every problem listed otherwise.
+
+    \b
+    Examples:
+      dataflow validate pipelines/thumbnails.yaml
+      dataflow validate p.yaml --set steps[1].params.min_side=128
     """
     from dataflow.runner import compile_pipeline
 
@@ -112,7 +141,13 @@ def validate(pipeline, overrides):
 @_debug_option
 @_handle_errors
 def explain(pipeline, overrides):
-    """Print PIPELINE's logical plan, optimized plan (engine per step) and lowered engine job."""
+    """Print PIPELINE's logical plan, optimized plan (engine per step) and lowered engine job.
+
+    \b
+    Examples:
+      dataflow explain pipelines/thumbnails.yaml
+      dataflow explain p.yaml --set engine=spark
+    """
     from dataflow.runner import explain_pipeline
 
     click.echo(explain_pipeline(_load(pipeline, overrides)))
@@ -138,7 +173,12 @@ def ops(name):
 
 @cli.command()
 def version():
-    """Print the dataflow version and the engine versions installed."""
+    """Print the dataflow version and the engine versions installed.
+
+    \b
+    Examples:
+      dataflow version
+    """
     import importlib.metadata
 
     from dataflow import __version__
@@ -154,11 +194,18 @@ def version():
 
 from dataflow.cli.sink_tools import commit, errors, lineage  # noqa: E402
 from dataflow.cli.k8s import k8s  # noqa: E402
+from dataflow.cli.cache import cache  # noqa: E402
+from dataflow.cli.report import report  # noqa: E402
+from dataflow.cli.clusters import clusters, jobs  # noqa: E402
 
 cli.add_command(commit)
 cli.add_command(errors)
 cli.add_command(lineage)
 cli.add_command(k8s)
+cli.add_command(cache)
+cli.add_command(report)
+cli.add_command(clusters)
+cli.add_command(jobs)
 
 
 def main() -> None:

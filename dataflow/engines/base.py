@@ -4,7 +4,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["CompiledJob", "Engine", "RunContext", "RunOptions", "RunReport", "StepReport"]
+__all__ = ["CACHE_COUNTERS_DIR", "CacheReport", "CompiledJob", "Engine", "RunContext", "RunOptions", "RunReport", "StepReport"]
+
+
+CACHE_COUNTERS_DIR = "_cache"  # read tasks leave their cache counters in <shard tmp>/_cache/*.json
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,9 @@ class RunOptions:
     object_store_memory: int | None = None
     progress: bool = True
     limit: int | None = None
+    cache_dir: str | None = None  # the cache tier's directory (--cache-dir); overrides storage.cache.dir
+    max_cpus: float | None = None  # most CPUs of the cluster the run may use (--max-cpus; the broker's lendable share)
+    max_gpus: float | None = None  # most GPUs of the cluster the run may use (--max-gpus)
 
 
 @dataclass
@@ -28,6 +34,19 @@ class StepReport:
     rows_errored: int = 0
     seconds: float = 0.0
     drops: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class CacheReport:
+    """What the cache tier did in a run, summed over every read task (see ``connectors.storage.disk_cache``)."""
+
+    hits: int = 0
+    misses: int = 0
+    bytes_local: int = 0
+    bytes_remote: int = 0
+    evictions: int = 0
+    corrupt: int = 0
+    direct_reads: int = 0
 
 
 @dataclass
@@ -47,10 +66,19 @@ class RunReport:
     bytes_written: int = 0
     published: bool = False
     failure: str | None = None
+    cache: CacheReport | None = None
+    source: str | None = None
+    source_format: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)  # filled at commit by dataflow.report.html
 
     @property
     def rows_per_second(self) -> float:
         return self.rows_in / self.wall_seconds if self.wall_seconds else 0.0
+
+    def _repr_html_(self) -> str:
+        from dataflow.report.notebook import run_report_html
+
+        return run_report_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -79,6 +107,7 @@ class RunContext:
     side: Any
     storage_options: dict[str, dict[str, Any]]
     inputs: tuple[str, ...] | None = None  # the shard's input URIs; None: list the source
+    cache: dict[str, Any] | None = None  # the cache tier {dir, max_bytes}: pass to connectors.registry.filesystem(cache=)
 
 
 class Engine(Protocol):

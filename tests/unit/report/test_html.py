@@ -1,0 +1,71 @@
+"""The HTML run report rendered from a committed sink: sections, samples, escaping, no network."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from dataflow.errors import DataflowError
+from dataflow.report.html import rerender_sink_report, render_report
+from dataflow.report.samples import Samples
+from tests.unit.report.sinks import report_dict
+
+
+def _page(committed_sink) -> str:
+    path = rerender_sink_report(str(committed_sink))
+    assert path == str(committed_sink / "_dataflow" / "report.html")
+    return (committed_sink / "_dataflow" / "report.html").read_text()
+
+
+def test_report_shows_funnel_errors_throughput_and_resources(committed_sink):
+    page = _page(committed_sink)
+    funnel = re.search(r"<figure id='funnel-plot'>(.*?)</figure>", page, re.S).group(1)
+    assert funnel.startswith("<svg") and "image.filter_size" in funnel and "(-2 dropped)" in funnel
+    assert "image.filter_size:min_side: 2" in page
+    assert "undecodable image" in page and "bad_truncated.jpg" in page
+    assert "id='throughput-plot'" in page and "id='resources'" in page
+    assert "id='cache'" not in page  # no cache counters in this run
+
+
+def test_report_grid_has_kept_dropped_and_errored_samples(committed_sink):
+    page = _page(committed_sink)
+    samples = page[page.index("id='samples'") :]
+    kept, dropped, errored = (samples.count(f"class='tile {kind}'") for kind in ("kept", "dropped", "errored"))
+    assert (kept, dropped, errored) == (3, 2, 1)
+    assert samples.count("<img src='data:image/jpeg;base64,") == 5  # the truncated JPEG shows no picture
+    assert "tiny_img_0000.jpg: dropped by image.filter_size: image.filter_size:min_side" in samples
+
+
+def test_report_is_self_contained(committed_sink):
+    page = _page(committed_sink)
+    assert not re.search(r"""(src|href)\s*=\s*['"]?(https?:|//)""", page)
+    assert "<script" not in page and "@import" not in page and "url(http" not in page
+    assert "default-src 'none'" in page
+
+
+def test_report_escapes_hostile_names(committed_sink):
+    data = report_dict(committed_sink, committed_sink, pipeline="<script>alert(1)</script>")
+    data["steps"][2]["drops"] = {"<img src=x onerror=alert(1)>": 2}
+    page = render_report(data, Samples(), {"run_id": "r1"})
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_report_shows_cache_hit_rate_when_counted(committed_sink):
+    cache = {"hits": 30, "misses": 10, "bytes_local": 3 * 2**20, "bytes_remote": 2**20, "evictions": 0, "corrupt": 0, "direct_reads": 0}
+    page = render_report(report_dict(committed_sink, committed_sink, cache=cache), Samples(), {})
+    section = page[page.index("id='cache'") :]
+    assert "75.0%" in section and "3.0 MiB" in section
+
+
+def test_rerender_needs_a_committed_run(tmp_path):
+    with pytest.raises(DataflowError, match=r"no _manifest.json, _SUCCESS, _dataflow/report.json"):
+        rerender_sink_report(str(tmp_path))
+
+
+def test_report_json_round_trips_into_the_page(committed_sink):
+    data = json.loads((committed_sink / "_dataflow" / "report.json").read_text())
+    page = render_report(data, Samples(), {"committed_at": "2026-12-02T00:00:00Z"})
+    assert "<h1>thumbs</h1>" in page and "2026-12-02T00:00:00Z" in page
+    assert "id='samples'" in page  # an image pipeline shows the grid, empty here
