@@ -28,12 +28,17 @@ class RayEngine:
         ctx = DataContext.get_current()
         ctx.enable_progress_bars = bool(options.progress and sys.stderr.isatty())
         ctx.print_on_execution_start = False
+        if options.max_cpus is not None or options.max_gpus is not None:
+            from ray.data import ExecutionResources
+
+            # A share of a borrowed cluster: Ray Data schedules within it (stages are clamped in run._stage_kwargs).
+            ctx.execution_options.resource_limits = ExecutionResources.for_limits(cpu=options.max_cpus, gpu=options.max_gpus)
 
     def execute(self, job: RayJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         from dataflow.engines.ray.run import build_dataset, stream_written
 
         self._start(options)
-        ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs)
+        ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs, cache=ctx.cache)
         return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress)
 
     def take(self, job: RayJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:

@@ -10,7 +10,9 @@ import numpy as np
 
 from dataflow.engines.ray.compile import RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.global_ops import apply_global
+from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadShards, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
+from dataflow.ops.table.named import bind_tables
 from dataflow.runtime.batch import Columns, concat, from_arrow, from_rows, length, take
 from dataflow.runtime.error_sink import ErrorRecord
 from dataflow.runtime.stage import StageExecutor, StepStats
@@ -25,9 +27,9 @@ ACTOR_MAX_RESTARTS = 3
 class ReadAdapter:
     """Turn reader output into rows with a ``source`` URI; parse line formats (bad lines -> errors)."""
 
-    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict):
+    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: dict | None = None):
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
-        self.storage_options = storage_options
+        self.storage_options, self.cache = storage_options, cache
 
     def __call__(self, batch: Columns) -> Columns:
         from connectors.formats import BadRecord
@@ -58,12 +60,14 @@ class ReadAdapter:
 
 
     def _parquet(self, batch: Columns) -> Columns:
-        from connectors.registry import read_parquet_part
+        from connectors.registry import cache_counters, filesystem, read_parquet_part
 
         parts = []
         names = [f"{u}#row_group={g}" for u, g in zip(batch["uri"], batch["row_group"])]
+        fs = filesystem(str(batch["uri"][0]), self.storage_options, self.cache) if len(names) else None
+        before = cache_counters(fs)
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
-            cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns")))
+            cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache))
             n = length(cols)
             # A ``source`` column in the data is lineage from an earlier pipeline: it is kept.
             own = np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object)
@@ -71,6 +75,7 @@ class ReadAdapter:
         out = concat(parts) if parts else {"source": np.array([], dtype=object)}
         rows = length(out)
         self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})
+        record_cache(self.side, "read", batch_key(names), before, cache_counters(fs))
         return out
 
 
@@ -96,13 +101,18 @@ class StageFn:
 
 
 class ShardWriter:
-    """Write one batch as output file(s) under the run's temporary data folder."""
+    """Write one batch as output file(s) under the run's temporary data folder.
+
+    For remote sinks each file is written to local scratch first (``DATAFLOW_SCRATCH_DIR``, else
+    the system temp folder) and uploaded complete, in one request or a multipart upload: a failed
+    task never leaves a partial remote object.
+    """
 
     def __init__(self, job: RayJob, storage_options: dict, tmp_data: str, run_id: str):
         self.job, self.storage_options, self.tmp_data, self.run_id = job, storage_options, tmp_data, run_id
 
     def __call__(self, batch: Columns) -> Columns:
-        from connectors.registry import filesystem, format_connector
+        from connectors.registry import filesystem, format_connector, scheme_of
 
         sink = self.job.write.sink
         fs = filesystem(sink.uri, self.storage_options)
@@ -112,17 +122,42 @@ class ShardWriter:
             return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
         key = batch_key(batch["source"])
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
+        local = scheme_of(sink.uri) in ("file", "memory")
         written = []
         for i, part in enumerate(parts):
             suffix = f"-{i}" if len(parts) > 1 else ""
             stem = f"part-{self.run_id[:8]}-{key}{suffix}"
             name = f"{stem}.{writer.extension}" if writer.extension else f"files-{self.run_id[:8]}-{key}{suffix}"
-            written += writer.write(fs, posixpath.join(self.tmp_data, name), part, sink.options)
+            if local:
+                written += writer.write(fs, posixpath.join(self.tmp_data, name), part, sink.options)
+            else:
+                written += _write_through_scratch(writer, fs, posixpath.join(self.tmp_data, name), part, sink.options)
         return {
             "path": np.array([w.path for w in written], dtype=object),
             "rows": np.array([w.rows for w in written], dtype=np.int64),
             "bytes": np.array([w.bytes for w in written], dtype=np.int64),
         }
+
+
+def _write_through_scratch(writer, fs, target: str, part: Columns, options: dict) -> list[Any]:
+    """Write ``part`` with ``writer`` on local disk, then upload each finished file under ``target``."""
+    import os
+    import tempfile
+
+    from connectors.formats import WrittenFile
+    from connectors.registry import filesystem
+
+    scratch = os.environ.get("DATAFLOW_SCRATCH_DIR") or None
+    if scratch:
+        os.makedirs(scratch, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="dataflow-scratch-", dir=scratch) as tmp:
+        local_target = os.path.join(tmp, posixpath.basename(target))
+        out = []
+        for w in writer.write(filesystem(tmp), local_target, part, options):
+            remote = posixpath.join(posixpath.dirname(target), os.path.relpath(w.path, tmp).replace(os.sep, "/"))
+            fs.put_file(w.path, remote)
+            out.append(WrittenFile(remote, w.rows, w.bytes))
+        return out
 
 
 def _row_bytes(batch: Columns) -> int:
@@ -163,44 +198,87 @@ def _stage_kwargs(stage: RayStage) -> dict[str, Any]:
             kwargs["concurrency"] = (1, max(1, int(cluster_cpus() / per_actor / 2)))
     elif stage.concurrency:
         kwargs["concurrency"] = stage.concurrency
+    return _within_limits(kwargs)
+
+
+def _within_limits(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Clamp a stage's workers to the run's resource limits (--max-cpus / --max-gpus), so a pool never waits on CPUs it may not use."""
+    from ray.data import DataContext
+
+    if "concurrency" not in kwargs:  # tasks: Ray Data keeps them within the resource limits itself
+        return kwargs
+    limits = DataContext.get_current().execution_options.resource_limits
+    per_worker = ((kwargs.get("num_cpus", 1.0), limits.cpu), (kwargs.get("num_gpus", 0.0), limits.gpu))
+    fits = [limit / need for need, limit in per_worker if need and limit != float("inf")]
+    if not fits:
+        return kwargs
+    most = max(1, int(min(fits) + 1e-9))
+    wanted = kwargs["concurrency"]
+    kwargs["concurrency"] = tuple(min(n, most) for n in wanted) if isinstance(wanted, tuple) else min(wanted, most)
     return kwargs
 
 
-def build_dataset(job: RayJob, side: SideOutputs, storage_options: dict, limit: int | None = None, inputs: tuple[str, ...] | None = None):
+def build_dataset(
+    job: RayJob, side: SideOutputs, storage_options: dict, limit: int | None = None, inputs: tuple[str, ...] | None = None, cache: dict | None = None
+):
     """Return the streaming dataset of the job's rows after every stage (not yet written).
 
     ``inputs`` restricts the read to those files (one shard); otherwise the source is listed.
+    ``cache`` (``{dir, max_bytes}``) reads remote files through the node-local cache tier.
     """
-    import pyarrow.fs as pafs
     import ray
 
-    from connectors.registry import filesystem, list_files, parquet_parts, scheme_of, strip_scheme
+    from connectors.registry import list_files, parquet_parts, scheme_of
 
     source = job.read.source
     files = list(inputs) if inputs is not None else list_files(source.uri, source.format, source.options, storage_options)
     if limit is not None and job.read.parse is None:
         files = files[: max(limit * 4, limit + 16)]
-    paths = [strip_scheme(f) for f in files]
     prefix = "" if scheme_of(source.uri) == "file" else f"{source.uri.split('://', 1)[0]}://"
     if job.read.reader == "from_items":
-        parts = [{"uri": f, "row_group": g, "first_row": o} for f in files for g, o, _ in parquet_parts(f, storage_options)]
+        parts = [{"uri": f, "row_group": g, "first_row": o} for f in files for g, o, _ in parquet_parts(f, storage_options, cache)]
         ds = ray.data.from_items(parts, override_num_blocks=max(1, min(len(parts), 200)))
     else:
-        fs = filesystem(source.uri, storage_options)
-        arrow_fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
-        ds = ray.data.read_binary_files(paths, filesystem=arrow_fs, include_paths=True)
-    adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options)
-    ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
-    for stage in job.stages:
-        if isinstance(stage, RayGlobal):
-            ds = apply_global(ds, stage, side)
-            continue
-        kwargs = _stage_kwargs(stage)
-        if stage.compute == "actors":
-            ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
+        # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
+        items = listing_items(files, storage_options, cache)
+        ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 200)))
+        if source.format == "webdataset":
+            reader = ReadShards(source.uri, source.options, storage_options, cache, side)
+            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1)
         else:
-            ds = ds.map_batches(StageFn(stage, side), **kwargs)
+            ds = ds.map_batches(FetchFiles(source.uri, storage_options, cache, side), batch_format="numpy", zero_copy_batch=False, batch_size=FILES_PER_TASK)
+    if source.format != "webdataset":
+        adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache)
+        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
+    tables = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
+    with bind_tables(**tables):  # global ops run at the driver while this is built: a join finds its right side
+        for stage in job.stages:
+            if isinstance(stage, RayGlobal):
+                ds = apply_global(ds, stage, side)
+                continue
+            kwargs = _stage_kwargs(stage)
+            if stage.compute == "actors":
+                ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
+            else:
+                ds = ds.map_batches(StageFn(stage, side), **kwargs)
     return ds
+
+
+def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: dict | None):
+    """Read a named source and run its steps; its read counters are not the run's input rows."""
+    from dataclasses import replace
+
+    from connectors.registry import filesystem
+    from dataflow.runtime.batch import to_arrow
+    from dataflow.runtime.stats import read_stats
+
+    own = replace(side, stats_dir=posixpath.join(posixpath.dirname(side.stats_dir), f"_stats_source_{batch_key([job.read.source.uri])}"))
+    cols = concat(list(build_dataset(job, own, storage_options, cache=cache).iter_batches(batch_size=None, batch_format="numpy")))
+    fs = filesystem(side.uri, side.storage_options)
+    side.write("source", batch_key([job.read.source.uri]), [], read_stats(fs, [own.stats_dir], skip=frozenset({READ_STEP})))
+    if fs.exists(own.stats_dir):
+        fs.rm(own.stats_dir, recursive=True)
+    return to_arrow(cols)
 
 
 def stream_written(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id: str, progress: bool) -> list[Any]:
