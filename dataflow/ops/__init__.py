@@ -5,4 +5,4 @@ from dataflow.ops.registry import all_ops, get_op
 
 __all__ = ["BatchFormat", "Modality", "OpKind", "OpSpec", "Resources", "RowError", "all_ops", "get_op", "op"]
 
-from dataflow.ops import image, table, text  # noqa: E402,F401  (registers the built-in ops)
+from dataflow.ops import audio, image, table, text  # noqa: E402,F401  (registers the built-in ops)

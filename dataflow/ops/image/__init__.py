@@ -1,2 +1,13 @@
 """Image operators."""
-from dataflow.ops.image import decode, encode, filter_size, resize  # noqa: F401
+from dataflow.ops.image import (  # noqa: F401
+    decode,
+    dedup_phash,
+    embed,
+    encode,
+    filter_aspect_ratio,
+    filter_blur,
+    filter_nsfw,
+    filter_size,
+    phash,
+    resize,
+)

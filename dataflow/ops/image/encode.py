@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image
 
+from dataflow.errors import RowError
 from dataflow.ops.declare import op
 
 _PIL_FORMAT = {"jpeg": "JPEG", "png": "PNG", "webp": "WEBP"}
@@ -24,6 +25,8 @@ def encode_image(
 ) -> dict:
     """Encode each image as JPEG, PNG or WebP bytes.
 
+    An array Pillow cannot represent (wrong dtype or shape) is a row error.
+
     Args:
         format: Output format.
         quality: Quality 1-100 for JPEG and WebP (ignored for PNG).
@@ -31,8 +34,13 @@ def encode_image(
         output: Column to write the encoded bytes to.
     """
     out = np.empty(len(batch[column]), dtype=object)
+    if not 1 <= quality <= 100:
+        raise ValueError(f"image.encode: quality must be within 1..100, got {quality}")
     for i, pixels in enumerate(batch[column]):
-        im = Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
+        try:
+            im = Image.fromarray(pixels[:, :, 0] if pixels.ndim == 3 and pixels.shape[2] == 1 else pixels)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise RowError(f"cannot encode array of shape {getattr(pixels, 'shape', None)} and dtype {getattr(pixels, 'dtype', None)}: {exc}") from exc
         if format == "jpeg" and im.mode not in ("RGB", "L"):
             im = im.convert("RGB")
         buf = io.BytesIO()

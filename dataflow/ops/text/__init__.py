@@ -1,2 +1,12 @@
 """Text operators."""
-from dataflow.ops.text import filter_length  # noqa: F401
+from dataflow.ops.text import (  # noqa: F401
+    dedup_exact,
+    dedup_minhash,
+    dedup_semantic,
+    detect_language,
+    embed,
+    filter_length,
+    filter_quality,
+    normalize,
+    redact_pii,
+)

@@ -1,0 +1,64 @@
+"""Join the rows with a named source of the pipeline (``sources:``) on key columns."""
+from __future__ import annotations
+
+from typing import Literal
+
+import pyarrow as pa
+
+from dataflow.ops.declare import op
+from dataflow.ops.table.named import bound_table
+from dataflow.ops.table.types import ColumnName, SourceName
+
+__all__ = ["JOIN_TYPES", "join_arrow", "join_tables"]
+
+#: Our join names -> pyarrow's.
+JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "full": "full outer", "semi": "left semi", "anti": "left anti"}
+
+
+def right_renames(left: list[str], right: list[str], on: list[str], suffix: str) -> dict[str, str]:
+    """Right-side columns that collide with left ones (keys excepted) -> their suffixed names."""
+    return {c: f"{c}{suffix}" for c in right if c in left and c not in on}
+
+
+def join_arrow(left: pa.Table, right: pa.Table, on: list[str], how: str, suffix: str) -> pa.Table:
+    """Join two Arrow tables with SQL semantics (null keys never match); the right ``source`` is dropped."""
+    missing = [k for k in on if k not in right.column_names]
+    if missing:
+        raise KeyError(f"table.join: the right table has no key column(s) {missing} (have: {right.column_names})")
+    right = right.drop_columns([c for c in ("source",) if c in right.column_names])
+    right = right.rename_columns([right_renames(left.column_names, right.column_names, on, suffix).get(c, c) for c in right.column_names])
+    for k in on:
+        lt, rt = left.schema.field(k).type, right.schema.field(k).type
+        if lt != rt:
+            right = right.set_column(right.column_names.index(k), k, right.column(k).cast(lt))
+    out = left.join(right, keys=list(on), join_type=JOIN_TYPES[how], coalesce_keys=True, use_threads=False)
+    if how in ("semi", "anti"):
+        return out.select(left.column_names)
+    return out.select([*left.column_names, *(c for c in right.column_names if c not in on)])
+
+
+def _unknown_columns(columns_in: frozenset[str] | None, params) -> None:
+    return None  # the right side's columns are known only when it is read
+
+
+@op(name="table.join", modality="table", inputs=(), outputs=("source",), kind="global", batch_format="pyarrow", output_columns=_unknown_columns)
+def join_tables(
+    batch: pa.Table,
+    *,
+    right: SourceName,
+    keys: list[ColumnName],
+    how: Literal["inner", "left", "right", "full", "semi", "anti"] = "inner",
+    suffix: str = "_right",
+) -> pa.Table:
+    """Join the rows (left) with the named source ``right`` where the ``keys`` columns are equal.
+
+    Keys are shared columns of the output; other right columns that collide with left ones get
+    ``suffix``. Null keys never match. ``semi`` keeps left rows with a match, ``anti`` those without.
+
+    Args:
+        right: Name of a source declared under ``sources:`` (its rows after its own steps).
+        keys: Key columns present on both sides.
+        how: inner, left, right, full, semi or anti.
+        suffix: Appended to right-side column names that collide with left ones.
+    """
+    return join_arrow(batch, bound_table(right), list(keys), how, suffix)

@@ -1,0 +1,81 @@
+"""Aggregate rows per key over tumbling or sliding time windows."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dataflow.ops.declare import op
+from dataflow.ops.table.evaluate import column
+from dataflow.ops.table.expr import WindowAggExpr, parse_aggregation
+from dataflow.ops.table.grouping import aggregate_table
+from dataflow.ops.table.types import ColumnName, Duration
+
+__all__ = ["window_aggregate", "window_starts"]
+
+
+def window_starts(times: np.ndarray, size: int, slide: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return (row index, window start) for every window ``[start, start + size)`` holding each time.
+
+    Starts are multiples of ``slide``; a tumbling window has ``slide == size``.
+    """
+    last = np.floor(times / slide).astype(np.int64) * slide
+    rows, starts = [], []
+    for j in range(-(-size // slide)):
+        start = last - j * slide
+        inside = start + size > times
+        rows.append(np.flatnonzero(inside))
+        starts.append(start[inside])
+    return np.concatenate(rows), np.concatenate(starts)
+
+
+def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str]:
+    return frozenset([*(params.keys or []), "window_start", "window_end", *params.aggregations, "source"])
+
+
+@op(
+    name="table.window_aggregate",
+    modality="table",
+    inputs=("{time_column}",),
+    outputs=("window_start", "window_end"),
+    kind="global",
+    batch_format="pyarrow",
+    output_columns=_columns_after,
+)
+def window_aggregate(
+    batch: pa.Table,
+    *,
+    size: Duration,
+    aggregations: dict[str, WindowAggExpr],
+    keys: list[ColumnName] | None = None,
+    time_column: ColumnName = "ts",
+    slide: Duration | None = None,
+    vars: dict[str, Any] | None = None,
+) -> pa.Table:
+    """Return one row per key and time window ``[window_start, window_end)`` with each aggregation.
+
+    Windows start at multiples of ``slide`` (unix seconds); with ``slide`` smaller than ``size`` a row
+    falls in several windows. Rows with a null time are skipped. ``slope(y)`` is the least-squares
+    slope of y per second of ``time_column`` (multiply by 3600 for a slope per hour).
+
+    Args:
+        size: Window length: seconds, or a number with a unit (``15m``, ``6h``, ``1d``).
+        aggregations: Output column -> count(*), count(x), sum(x), mean(x), min(x), max(x),
+            stddev(x), slope(y) or slope(y, x).
+        keys: Columns that identify a series (e.g. ``[link]``).
+        time_column: Column holding unix seconds.
+        slide: Distance between window starts (default ``size``: tumbling windows).
+        vars: Values for ``:name`` markers in aggregation arguments.
+    """
+    keys = list(keys or [])
+    slide_s = int(slide or size)
+    times = column(batch, time_column)
+    valid = np.asarray(times.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    t = np.asarray(times.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+    rows, starts = window_starts(t[valid], int(size), slide_s)
+    rows = np.flatnonzero(valid)[rows]
+    exploded = batch.take(pa.array(rows)).append_column("window_start", pa.array(starts, pa.int64()))
+    parsed = {name: parse_aggregation(text, implicit_x=True) for name, text in aggregations.items()}
+    out = aggregate_table(exploded, [*keys, "window_start"], parsed, vars or {}, default_x=time_column)
+    return out.add_column(len(keys) + 1, "window_end", pa.compute.add(out.column("window_start"), int(size)))

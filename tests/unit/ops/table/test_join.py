@@ -1,0 +1,39 @@
+"""table.join: SQL joins with a named table; null keys never match, collisions get a suffix."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pydantic
+import pytest
+
+from dataflow.ops.table.join import join_tables
+from dataflow.ops.table.named import bind_tables
+
+LEFT = pa.table({"source": ["l1", "l2", "l3"], "link": ["a", "b", None], "rx": [1.0, 2.0, 3.0]})
+RIGHT = pa.table({"source": ["r1", "r2"], "link": ["a", None], "rx": ["x", "y"], "label": ["gold", "none"]})
+
+
+@pytest.mark.parametrize(
+    "how, sources, labels",
+    [("inner", ["l1"], ["gold"]), ("left", ["l1", "l2", "l3"], ["gold", None, None]), ("semi", ["l1"], None), ("anti", ["l2", "l3"], None)],
+    ids=["inner", "left", "semi", "anti"],
+)
+def test_join_types_and_null_keys(how, sources, labels):
+    with bind_tables(labels=RIGHT):
+        out = join_tables(LEFT, right="labels", keys=["link"], how=how)
+    rows = sorted(out.to_pylist(), key=lambda r: r["source"])
+    assert [r["source"] for r in rows] == sources
+    if labels is not None:
+        assert out.column_names == ["source", "link", "rx", "rx_right", "label"]
+        assert [r["label"] for r in rows] == labels
+    else:
+        assert out.column_names == LEFT.column_names
+
+
+def test_an_unbound_table_names_the_ones_that_are():
+    with bind_tables(other=RIGHT), pytest.raises(KeyError, match=r"no named table 'labels' is bound \(have: other\)"):
+        join_tables(LEFT, right="labels", keys=["link"])
+
+
+def test_how_is_checked():
+    with pytest.raises(pydantic.ValidationError, match="'inner', 'left', 'right', 'full', 'semi' or 'anti'"):
+        join_tables.params(right="labels", keys=["link"], how="outer")
