@@ -7,7 +7,7 @@ from typing import Any
 
 from dataflow.errors import ConnectorError
 
-__all__ = ["DEFAULT_EXTENSIONS", "list_files", "to_uri"]
+__all__ = ["DEFAULT_EXTENSIONS", "list_entries", "list_files", "to_uri"]
 
 DEFAULT_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "audio": ("aif", "aiff", "flac", "mp3", "ogg", "opus", "wav"),
@@ -17,14 +17,15 @@ DEFAULT_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "jsonl": ("json", "jsonl", "ndjson"),
     "parquet": ("parquet", "pq"),
     "text": (),
+    "webdataset": ("tar",),
 }
 
 
 def to_uri(fs, path: str, template: str) -> str:
-    """Turn a filesystem path back into a URI of the same scheme as ``template``."""
-    if "://" in template and not template.startswith("file://"):
-        return f"{template.split('://', 1)[0]}://{path.lstrip('/')}"
-    return path
+    """Turn a filesystem path back into a URI of the same scheme (and server) as ``template``."""
+    from connectors.registry import to_uri as _to_uri
+
+    return _to_uri(path, template)
 
 
 def _hidden(path: str, root: str) -> bool:
@@ -32,8 +33,39 @@ def _hidden(path: str, root: str) -> bool:
     return any(part.startswith((".", "_")) for part in rel.split("/"))
 
 
-def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[str]:
-    """Return the sorted URIs of the files a source reads.
+def _size_option(options: dict[str, Any], key: str) -> int | None:
+    from connectors.sizes import parse_size
+
+    if options.get(key) is None:
+        return None
+    try:
+        return parse_size(options[key])
+    except ValueError as exc:
+        raise ConnectorError(f"source.options.{key}: {exc}") from exc
+
+
+def _candidates(fs, uri: str, path: str, recursive: bool) -> tuple[dict[str, dict[str, Any]], str] | None:
+    """Return (path -> info of each file, root of relative names), or None when nothing is there."""
+    if any(c in path for c in "*?["):
+        found = fs.glob(path, detail=True)
+        root = path.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0].rsplit("/", 1)[0]
+        return {p: i for p, i in found.items() if i.get("type") != "directory"}, root
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        return None
+    if info.get("type") != "directory":
+        return {info.get("name", path): info}, posixpath.dirname(path)
+    root = path.rstrip("/")
+    if recursive:
+        found = fs.find(root, detail=True)
+    else:
+        found = {i["name"]: i for i in fs.ls(root, detail=True)}
+    return {p: i for p, i in found.items() if i.get("type") != "directory" and not _hidden(p, root)}, root
+
+
+def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Return ``(uri, info)`` of each file a source reads, sorted by URI; ``info`` is the listing entry.
 
     Args:
         fs: The filesystem of ``uri``.
@@ -41,25 +73,25 @@ def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> li
         path: ``uri`` without its scheme, as ``fs`` understands it.
         fmt: The source format (chooses the default extensions).
         options: Source options: ``recursive`` (default true), ``extensions`` (list, or ``"*"``),
-            ``include`` / ``exclude`` (glob patterns on the path relative to the root).
+            ``include`` / ``exclude`` (glob patterns on the path relative to the root),
+            ``min_size`` / ``max_size`` (bytes, or sizes such as ``10MB``; files outside are
+            skipped) and ``ignore_missing`` (true: a missing or empty source reads as no rows).
 
     Raises:
-        ConnectorError: the source does not exist or holds no matching file.
+        ConnectorError: the source does not exist or holds no matching file (unless
+            ``ignore_missing``), or a size option is not a size.
     """
     exts = options.get("extensions", DEFAULT_EXTENSIONS.get(fmt, ()))
     exts = () if exts == "*" else tuple(e.lower().lstrip(".") for e in exts)
-    recursive = options.get("recursive", True)
-    if any(c in path for c in "*?["):
-        paths = [p for p in fs.glob(path) if fs.isfile(p)]
-        root = path.split("*", 1)[0].rsplit("/", 1)[0]
-    elif fs.isfile(path):
-        paths, root = [path], posixpath.dirname(path)
-    elif fs.isdir(path):
-        root = path.rstrip("/")
-        paths = fs.find(root) if recursive else [p for p in fs.ls(root, detail=False) if fs.isfile(p)]
-        paths = [p for p in paths if not _hidden(p, root)]
-    else:
-        raise ConnectorError(f"source '{uri}' does not exist")
+    min_size, max_size = _size_option(options, "min_size"), _size_option(options, "max_size")
+    ignore_missing = bool(options.get("ignore_missing", False))
+    found = _candidates(fs, uri, path, options.get("recursive", True))
+    if found is None:
+        if ignore_missing:
+            return []
+        raise ConnectorError(f"source '{uri}' does not exist (set source.options.ignore_missing: true to read it as empty)")
+    entries, root = found
+    paths = sorted(entries)
     if exts:
         paths = [p for p in paths if p.rsplit(".", 1)[-1].lower() in exts and "." in posixpath.basename(p)]
     rel = lambda p: posixpath.relpath(p, root) if root else p  # noqa: E731
@@ -67,7 +99,21 @@ def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> li
         paths = [p for p in paths if any(fnmatch.fnmatch(rel(p), pat) for pat in options["include"])]
     if options.get("exclude"):
         paths = [p for p in paths if not any(fnmatch.fnmatch(rel(p), pat) for pat in options["exclude"])]
-    if not paths:
+    if min_size is not None:
+        paths = [p for p in paths if int(entries[p].get("size") or 0) >= min_size]
+    if max_size is not None:
+        paths = [p for p in paths if int(entries[p].get("size") or 0) <= max_size]
+    if not paths and not ignore_missing:
         wanted = f" with extension {', '.join(exts)}" if exts else ""
-        raise ConnectorError(f"source '{uri}' holds no file{wanted} (set source.options.extensions to change the filter)")
-    return sorted(to_uri(fs, p, uri) for p in paths)
+        sizes = " within source.options.min_size/max_size" if (min_size is not None or max_size is not None) else ""
+        raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter)")
+    return sorted((to_uri(fs, p, uri), entries[p]) for p in paths)
+
+
+def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[str]:
+    """Return the sorted URIs of the files a source reads (see :func:`list_entries` for the options).
+
+    Raises:
+        ConnectorError: the source does not exist or holds no matching file.
+    """
+    return [u for u, _ in list_entries(fs, uri, path, fmt, options)]

@@ -1,35 +1,70 @@
 """Registries of storage schemes and data formats: name -> lazily imported "module:Class".
 
 Kept sorted (a test checks). A scheme that is not listed falls back to any fsspec protocol that
-is installed; a missing package is reported with the command that installs it.
+is installed; a missing package is reported with the command that installs it. Core code and
+both engines get filesystems, formats and the cache tier only from here.
 """
 from __future__ import annotations
 
 import importlib
 import os
+import posixpath
 from typing import Any
 from urllib.parse import urlsplit
 
 from dataflow.errors import ConnectorError
 
-__all__ = ["FORMATS", "STORAGE", "filesystem", "format_connector", "join", "line_reader", "list_files", "parquet_parts", "read_parquet_part", "scheme_of", "strip_scheme"]
+__all__ = [
+    "FORMATS",
+    "STORAGE",
+    "cache_counters",
+    "cache_store",
+    "check_cache",
+    "filesystem",
+    "format_connector",
+    "join",
+    "join_under",
+    "line_reader",
+    "list_files",
+    "parse_size",
+    "parquet_parts",
+    "read_parquet_part",
+    "scheme_of",
+    "strip_scheme",
+    "to_uri",
+    "warm_cache",
+    "webdataset_reader",
+]
 
 STORAGE: dict[str, dict[str, str]] = {
+    "az": {"class": "adlfs:AzureBlobFileSystem", "err": "pip install adlfs"},
     "file": {"class": "connectors.storage.local:LocalStorage"},
     "gs": {"class": "gcsfs:GCSFileSystem", "err": "pip install gcsfs"},
-    "hdfs": {"class": "connectors.storage.hdfs:HdfsStorage", "err": "pip install pyarrow (and libhdfs on the node)"},
+    "hdfs": {"class": "connectors.storage.hdfs:HdfsStorage", "err": "pip install pyarrow; the node needs a JVM (JAVA_HOME), libhdfs (ARROW_LIBHDFS_DIR or HADOOP_HOME) and CLASSPATH=$(hadoop classpath --glob)"},
     "memory": {"class": "fsspec.implementations.memory:MemoryFileSystem"},
     "s3": {"class": "connectors.storage.s3:S3Storage", "err": "pip install s3fs"},
-    "webhdfs": {"class": "fsspec.implementations.webhdfs:WebHDFS", "err": "pip install requests"},
+    "webhdfs": {"class": "connectors.storage.webhdfs:WebHdfsStorage", "err": "pip install requests"},
 }
 
 FORMATS: dict[str, dict[str, str]] = {
     "files": {"class": "connectors.formats.files:FilesFormat"},
     "jsonl": {"class": "connectors.formats.jsonl:JsonlFormat"},
     "parquet": {"class": "connectors.formats.parquet:ParquetFormat"},
+    "webdataset": {"class": "connectors.formats.webdataset:WebDatasetFormat"},
 }
 
-_ALIASES = {"s3a": "s3", "local": "file", "abfs": "az", "gcs": "gs"}
+_ALIASES = {"s3a": "s3", "local": "file", "abfs": "az", "gcs": "gs", "swebhdfs": "webhdfs"}
+# The URI's netloc names a server (host:port, user@), not the first part of the path.
+_HOST_SCHEMES = frozenset({"hdfs", "webhdfs"})
+# Schemes read through the cache tier when one is configured (local and in-memory data are not).
+_UNCACHED = frozenset({"file", "memory"})
+
+
+def parse_size(value: int | float | str) -> int:
+    """Return a byte count from ``200GB``, ``512MiB`` or an integer (see ``connectors.sizes``)."""
+    from connectors.sizes import parse_size as _parse
+
+    return _parse(value)
 
 
 def _load(entry: dict[str, str], what: str) -> Any:
@@ -50,11 +85,24 @@ def scheme_of(uri: str) -> str:
 
 
 def strip_scheme(uri: str) -> str:
-    """Return the path part the filesystem understands (``bucket/key`` for s3)."""
+    """Return the path part the filesystem understands (``bucket/key`` for s3, ``/path`` for hdfs)."""
     if "://" not in uri:
         return os.path.abspath(os.path.expanduser(uri))
     scheme, rest = uri.split("://", 1)
-    return rest if scheme_of(uri) != "file" else "/" + rest.lstrip("/")
+    kind = scheme_of(uri)
+    if kind in _HOST_SCHEMES:
+        return "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    return rest if kind != "file" else "/" + rest.lstrip("/")
+
+
+def to_uri(path: str, template: str) -> str:
+    """Turn a filesystem path back into a URI of the same scheme (and server) as ``template``."""
+    if "://" not in template or template.startswith("file://"):
+        return path
+    scheme, rest = template.split("://", 1)
+    if scheme_of(template) in _HOST_SCHEMES:
+        return f"{scheme}://{rest.split('/', 1)[0]}/{path.lstrip('/')}"
+    return f"{scheme}://{path.lstrip('/')}"
 
 
 def join(base: str, *parts: str) -> str:
@@ -65,27 +113,122 @@ def join(base: str, *parts: str) -> str:
     return out
 
 
-def filesystem(uri: str, storage_options: dict[str, dict[str, Any]] | None = None):
-    """Return the fsspec filesystem for ``uri``, built with the pipeline's options for its scheme.
+def join_under(root: str, name: str) -> str:
+    """Return ``root/name``, refusing a name that would land outside ``root``.
 
     Raises:
-        ConnectorError: unknown scheme, or its package is not installed.
+        ConnectorError: ``name`` is absolute, a URI, or climbs out with ``..``.
+    """
+    norm = posixpath.normpath(name) if name else ""
+    if not norm or norm == "." or name.startswith("/") or "://" in name or norm == ".." or norm.startswith("../"):
+        raise ConnectorError(f"refusing the name '{name}': it is not inside {root} (expected a relative path without '..')")
+    return f"{root.rstrip('/')}/{norm}"
+
+
+def _server_options(uri: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Fill ``host``, ``port`` and ``user`` from a ``hdfs://user@host:port/`` URI (options win)."""
+    parts = urlsplit(uri)
+    out = dict(options)
+    if parts.hostname:
+        out.setdefault("host", parts.hostname)
+    if parts.port:
+        out.setdefault("port", parts.port)
+    if parts.username:
+        out.setdefault("user", parts.username)
+    if parts.scheme.lower() == "swebhdfs":
+        out.setdefault("use_https", True)
+    return out
+
+
+def filesystem(uri: str, storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None):
+    """Return the fsspec filesystem for ``uri``, built with the pipeline's options for its scheme.
+
+    Args:
+        uri: Any URI of the storage (a file, a folder, a glob).
+        storage_options: The pipeline's ``storage.options``: fsspec keywords per scheme.
+        cache: The cache tier, ``{dir, max_bytes}`` (``storage.cache`` resolved by the runner).
+            Remote schemes are then read through ``DiskCache``; local paths never are.
+
+    Raises:
+        ConnectorError: unknown scheme, its package is not installed, or it rejects the options.
     """
     import fsspec
 
     scheme = scheme_of(uri)
     options = dict((storage_options or {}).get(scheme, {}))
+    if scheme in _HOST_SCHEMES:
+        options = _server_options(uri, options)
     entry = STORAGE.get(scheme)
     if entry is not None:
-        return _load(entry, f"storage '{scheme}://'")(**options)
+        cls = _load(entry, f"storage '{scheme}://'")
+    else:
+        try:
+            cls = fsspec.get_filesystem_class(scheme)
+        except ValueError as exc:
+            known = ", ".join(sorted(STORAGE))
+            raise ConnectorError(f"unknown storage scheme '{scheme}://' in '{uri}' (expected one of: {known}, or an installed fsspec protocol)") from exc
+        except ImportError as exc:
+            raise ConnectorError(f"storage '{scheme}://' needs a package that is not installed: {exc}") from exc
     try:
-        cls = fsspec.get_filesystem_class(scheme)
-    except ValueError as exc:
-        known = ", ".join(sorted(STORAGE))
-        raise ConnectorError(f"unknown storage scheme '{scheme}://' in '{uri}' (expected one of: {known}, or an installed fsspec protocol)") from exc
-    except ImportError as exc:
-        raise ConnectorError(f"storage '{scheme}://' needs a package that is not installed: {exc}") from exc
-    return cls(**options)
+        fs = cls(**options)
+    except TypeError as exc:
+        raise ConnectorError(f"storage.options.{scheme}: {exc} (these are the keyword options of {cls.__name__})") from exc
+    except OSError as exc:
+        hint = entry.get("err", "") if entry else ""
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise ConnectorError(f"storage '{scheme}://' in '{uri}' could not be set up: {first}" + (f" ({hint})" if hint else "")) from exc
+    if cache and cache.get("dir") and scheme not in _UNCACHED:
+        from connectors.storage.disk_cache import DiskCache
+
+        extra = {k: cache[k] for k in ("block_size", "whole_max") if cache.get(k)}
+        fs = DiskCache(inner=fs, dir=cache["dir"], max_bytes=cache.get("max_bytes"), **extra)
+    return fs
+
+
+def cache_counters(fs) -> dict[str, int] | None:
+    """Return a snapshot of a cached filesystem's counters (None when ``fs`` has no cache tier)."""
+    counters = getattr(fs, "counters", None)
+    return counters.snapshot() if counters is not None and hasattr(counters, "snapshot") else None
+
+
+def cache_store(cache: dict[str, Any]):
+    """Open the cache directory of ``cache`` (``{dir, max_bytes}``) for stats and clearing.
+
+    Raises:
+        ConnectorError: the directory cannot be created or written.
+    """
+    from connectors.storage.cache_store import LocalCacheError, open_store
+
+    try:
+        return open_store(cache["dir"], cache.get("max_bytes"))
+    except LocalCacheError as exc:
+        raise ConnectorError(f"{exc} (set storage.cache.dir, --cache-dir or DATAFLOW_CACHE_DIR to a writable node-local folder)") from exc
+
+
+def check_cache(cache: dict[str, Any] | None) -> str | None:
+    """Return why the cache directory cannot be used here, or None when it can (or none is set)."""
+    if not cache or not cache.get("dir"):
+        return None
+    try:
+        cache_store(cache)
+    except ConnectorError as exc:
+        return str(exc)
+    return None
+
+
+def warm_cache(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None, cache: dict[str, Any], jobs: int = 8) -> tuple[int, int]:
+    """Fetch a source's files into the cache tier; return (files, bytes).
+
+    Raises:
+        ConnectorError: the source is local (nothing to cache), missing or empty.
+    """
+    from connectors.listing import list_entries
+
+    if scheme_of(uri) in _UNCACHED:
+        raise ConnectorError(f"'{uri}' is local storage: the cache tier only holds remote data (s3://, hdfs://, ...)")
+    fs = filesystem(uri, storage_options, cache=cache)
+    entries = list_entries(fs, uri, strip_scheme(uri), fmt, options)
+    return len(entries), fs.warm([strip_scheme(u) for u, _ in entries], [i for _, i in entries], jobs=jobs)
 
 
 def format_connector(name: str):
@@ -101,24 +244,26 @@ def format_connector(name: str):
 
 
 def list_files(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """Return the sorted input URIs of a source (see ``connectors.listing.list_files``)."""
+    """Return the sorted input URIs of a source (options in ``connectors.listing.list_entries``)."""
     from connectors.listing import list_files as _list
 
     return _list(filesystem(uri, storage_options), uri, strip_scheme(uri), fmt, options)
 
 
-def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = None) -> list[tuple[int, int, int]]:
-    """Return the row groups of a Parquet file as ``(row_group, first_row, num_rows)``."""
+def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None) -> list[tuple[int, int, int]]:
+    """Return the row groups of a Parquet file as ``(row_group, first_row, num_rows)`` (reads the footer only)."""
     from connectors.formats.parquet import row_groups
 
-    return row_groups(filesystem(uri, storage_options), strip_scheme(uri))
+    return row_groups(filesystem(uri, storage_options, cache), strip_scheme(uri))
 
 
-def read_parquet_part(uri: str, row_group: int, storage_options: dict[str, dict[str, Any]] | None = None, columns: list[str] | None = None):
-    """Read one row group of a Parquet file as an Arrow table."""
+def read_parquet_part(
+    uri: str, row_group: int, storage_options: dict[str, dict[str, Any]] | None = None, columns: list[str] | None = None, cache: dict[str, Any] | None = None
+):
+    """Read one row group of a Parquet file as an Arrow table (through the cache tier when one is set)."""
     from connectors.formats.parquet import read_row_group
 
-    return read_row_group(filesystem(uri, storage_options), strip_scheme(uri), row_group, columns)
+    return read_row_group(filesystem(uri, storage_options, cache), strip_scheme(uri), row_group, columns)
 
 
 def line_reader(fmt: str):
@@ -126,3 +271,10 @@ def line_reader(fmt: str):
     from connectors.formats import lines
 
     return {"text": lines.read_text, "jsonl": lines.read_jsonl, "csv": lines.read_csv}[fmt]
+
+
+def webdataset_reader():
+    """Return the streaming reader of WebDataset tar shards (``read_shard(source, fileobj, options)``)."""
+    from connectors.formats.webdataset import read_shard
+
+    return read_shard

@@ -23,7 +23,7 @@ from dataflow.errors import DataflowError, RunError
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write
 from dataflow.plan.handoff import MixedJob, split_at_handoffs
-from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps, InsertHandoffs
+from dataflow.plan.rules import DEFAULT_RULES, AssignEngines, FuseAdjacentMaps, InsertHandoffs
 from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp, sweep_tmp
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
@@ -62,7 +62,8 @@ def plan_pipeline(spec: PipelineSpec) -> tuple[LogicalPlan, LogicalPlan]:
     """Return the (logical, optimized) plans of a spec, checked (engine capabilities included)."""
     logical = validate_plan(build_plan(spec))
     supports = {name: _engine_class(name).supports for name in ENGINES if _engine_available(name) and hasattr(_engine_class(name), "supports")}
-    rules = (AssignEngines(spark_available=_engine_available("spark"), supports=supports), FuseAdjacentMaps(), InsertHandoffs())
+    # The default rules, with engine assignment told which engines are installed and what they run.
+    rules = (AssignEngines(spark_available=_engine_available("spark"), supports=supports), *(r for r in DEFAULT_RULES if not isinstance(r, AssignEngines)))
     return logical, optimize(logical, rules)
 
 

@@ -76,27 +76,87 @@ def _issues_from_validation(
     return issues
 
 
+def _raw_steps(data: dict) -> list[tuple[tuple, Any]]:
+    """(key path, step data) of every step in the raw document, as ``PipelineSpec.indexed_steps`` orders them."""
+    out: list[tuple[tuple, Any]] = []
+    stages = data.get("stages")
+    if isinstance(stages, list) and stages:
+        for i, stage in enumerate(stages):
+            steps = stage.get("steps") if isinstance(stage, dict) else None
+            out += [(("stages", i, "steps", j), step) for j, step in enumerate(steps if isinstance(steps, list) else [])]
+    else:
+        steps = data.get("steps")
+        out += [(("steps", i), step) for i, step in enumerate(steps if isinstance(steps, list) else [])]
+    sources = data.get("sources")
+    for name, src in (sources.items() if isinstance(sources, dict) else []):
+        steps = src.get("steps") if isinstance(src, dict) else None
+        out += [(("sources", name, "steps", j), step) for j, step in enumerate(steps if isinstance(steps, list) else [])]
+    return out
+
+
+def _check_source_refs(spec, params: dict, path: tuple, data: dict, lines: LineMap, file: str | None) -> list[SpecIssue]:
+    """Params typed ``SourceName`` must name an entry of ``sources:``."""
+    from dataflow.ops.table.types import SourceName
+
+    declared = sorted(data.get("sources") or {}) if isinstance(data.get("sources"), dict) else []
+    issues = []
+    for name, field in spec.params.model_fields.items():
+        if field.annotation is SourceName and isinstance(params.get(name), str) and params[name] not in declared:
+            key = (*path, "params", name)
+            line, col = lines.get(key, (None, None))
+            have = ", ".join(declared) or "none declared"
+            issues.append(SpecIssue(
+                key=format_path(key), file=file, line=line, col=col,
+                message=f"'{params[name]}' is not a named source (expected one of: {have}); declare it under sources:",
+                hint=_hint(params[name], declared),
+            ))
+    return issues
+
+
+def _missing_requirements(spec) -> list[str]:
+    """Modules an op declares in ``requires`` that do not import here."""
+    import importlib.util
+
+    return [m for m in spec.requires if importlib.util.find_spec(m.split(".")[0]) is None]
+
+
 def _check_steps(data: dict, lines: LineMap, file: str | None) -> list[SpecIssue]:
     from dataflow.ops.registry import get_op
 
     issues = []
-    for i, step in enumerate(data.get("steps") or []):
+    for path, step in _raw_steps(data):
         if not isinstance(step, dict) or not isinstance(step.get("op"), str):
             continue
-        key = ("steps", i, "op")
+        key = (*path, "op")
         line, col = lines.get(key, (None, None))
         try:
             spec = get_op(step["op"])
         except UnknownOpError as exc:
             issues.append(SpecIssue(key=format_path(key), message=exc.message, file=file, line=line, col=col, hint=exc.hint))
             continue
+        missing = _missing_requirements(spec)
+        if missing:
+            issues.append(SpecIssue(
+                key=format_path(key), file=file, line=line, col=col,
+                message=f"op '{spec.name}' needs {', '.join(missing)}, which is not installed",
+                hint=f"run: pip install 'dataflow[{spec.extra}]'" if spec.extra else f"run: pip install {' '.join(missing)}",
+            ))
         params = step.get("params") or {}
         if not isinstance(params, dict):
+            continue
+        odd = [k for k in params if not isinstance(k, str)]
+        if odd:
+            pkey = (*path, "params")
+            line, col = lines.get(pkey, (None, None))
+            issues.append(SpecIssue(key=format_path(pkey), file=file, line=line, col=col,
+                                    message=f"parameter names must be strings, got {', '.join(repr(k) for k in odd)} "
+                                    "(YAML reads on/off/yes/no as booleans: quote the key)"))
             continue
         try:
             spec.params(**params)
         except pydantic.ValidationError as exc:
-            issues += _issues_from_validation(exc, spec.params, ("steps", i, "params"), lines, file, what=f"op '{spec.name}' params")
+            issues += _issues_from_validation(exc, spec.params, (*path, "params"), lines, file, what=f"op '{spec.name}' params")
+        issues += _check_source_refs(spec, params, path, data, lines, file)
     return issues
 
 

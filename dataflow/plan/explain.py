@@ -1,7 +1,7 @@
 """Text rendering of plans for ``dataflow explain``."""
 from __future__ import annotations
 
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Step, Write
+from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Read, Step, Write
 
 __all__ = ["render_logical", "render_optimized"]
 
@@ -24,20 +24,31 @@ def _describe(node, engine: bool) -> list[str]:
     if isinstance(node, Write):
         s = node.sink
         return [f"{node.label} uri={s.uri} mode={s.mode}{tag}"]
+    if isinstance(node, Handoff):
+        return [f"{node.label} parquet in <sink>/_tmp/<run_id>/<shard>/handoff-{node.number}/ (removed after commit)"]
     if isinstance(node, FusedMap):
         lines = [f"{node.label}  resources: {_resources(node.resources)}{tag}"]
-        lines += [f"    steps[{s.index}] {s.op.kind.value} {s.op.name}({_params(s)})" for s in node.steps]
+        lines += [f"    {s.path} {s.op.kind.value} {s.op.name}({_params(s)})" for s in node.steps]
         return lines
-    return [f"steps[{node.index}] {type(node).__name__}[{node.op.name}]({_params(node)})  resources: {_resources(node.resources)}{tag}"]
+    stage = f"  (stage {node.stage})" if node.stage else ""
+    return [f"{node.path} {type(node).__name__}[{node.op.name}]({_params(node)})  resources: {_resources(node.resources)}{tag}{stage}"]
+
+
+def _chain(nodes, engine: bool, indent: str = "") -> list[str]:
+    lines = []
+    for depth, node in enumerate(nodes):
+        arrow = "" if depth == 0 else "-> "
+        first, *rest = _describe(node, engine)
+        lines.append(indent + arrow + first)
+        lines += [indent + line for line in rest]
+    return lines
 
 
 def _render(plan: LogicalPlan, engine: bool) -> str:
-    lines = []
-    for depth, node in enumerate(plan.nodes):
-        arrow = "" if depth == 0 else "-> "
-        first, *rest = _describe(node, engine)
-        lines.append(arrow + first)
-        lines += rest
+    lines = _chain(plan.nodes, engine)
+    for side in plan.inputs:
+        lines.append(f"source '{side.name}' (read by name):")
+        lines += _chain(side.nodes, engine, indent="    ")
     return "\n".join(lines)
 
 
@@ -49,5 +60,6 @@ def render_logical(plan: LogicalPlan) -> str:
 def render_optimized(plan: LogicalPlan) -> str:
     """The ``== Optimized plan (engine per step) ==`` section, with the engine choice and why."""
     head = "== Optimized plan (engine per step) ==\n"
-    reason = f"\nengine: {plan.engine} ({plan.engine_reason})" if plan.engine_reason else ""
+    engines = plan.engine or " -> ".join(plan.engines)
+    reason = f"\nengine: {engines} ({plan.engine_reason})" if plan.engine_reason else ""
     return head + _render(plan, engine=True) + reason

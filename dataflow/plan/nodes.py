@@ -7,7 +7,9 @@ from typing import Any, Union
 from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
 from dataflow.ops.declare import OpSpec, Resources
 
-__all__ = ["Filter", "FlatMap", "FusedMap", "LogicalPlan", "Map", "Node", "Read", "Shuffle", "Step", "Write", "source_columns"]
+__all__ = [
+    "Filter", "FlatMap", "FusedMap", "Handoff", "LogicalPlan", "Map", "Node", "Read", "Shuffle", "SideInput", "Step", "Write", "source_columns",
+]
 
 _MEDIA_COLUMNS = frozenset({"source", "bytes"})
 
@@ -43,10 +45,17 @@ class Step:
     resources: Resources
     engine: str | None = None
     ref: str = ""
+    where: str = ""  # the step's key path in the pipeline, e.g. "stages[1].steps[0]"
+    stage: str | None = None  # the name of its stage, when the pipeline has stages
 
     @property
     def label(self) -> str:
         return self.op.name
+
+    @property
+    def path(self) -> str:
+        """Where the step is written: its key path, or ``steps[i]``."""
+        return self.where or f"steps[{self.index}]"
 
     @property
     def uses_gpu(self) -> bool:
@@ -102,7 +111,33 @@ class Write:
         return f"Write[{self.sink.format}]"
 
 
-Node = Union[Read, Step, FusedMap, Write]
+@dataclass(frozen=True)
+class Handoff:
+    """Rows change engine here: Parquet written to the run's scratch area, read by the next engine.
+
+    The scratch folder lies under the sink's ``_tmp/<run_id>/`` and is removed after the commit.
+    Its ``engine`` is the one that writes it (``from_engine``).
+    """
+
+    number: int
+    from_engine: str
+    to_engine: str
+    engine: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"Handoff[{self.from_engine} -> {self.to_engine}]"
+
+
+Node = Union[Read, Step, FusedMap, Handoff, Write]
+
+
+@dataclass(frozen=True)
+class SideInput:
+    """A named source that an op reads by name (the right side of a join), with its own steps."""
+
+    name: str
+    nodes: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -113,11 +148,22 @@ class LogicalPlan:
     nodes: tuple[Node, ...]
     engine_reason: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    inputs: tuple[SideInput, ...] = ()
 
     def in_order(self) -> tuple[Node, ...]:
         return self.nodes
 
     @property
     def engine(self) -> str | None:
-        engines = {n.engine for n in self.nodes}
-        return engines.pop() if len(engines) == 1 else None
+        """The plan's one engine, or None when it hands rows from one engine to another."""
+        engines = {n.engine for n in self.nodes if not isinstance(n, Handoff)}
+        return engines.pop() if len(engines) == 1 and not any(isinstance(n, Handoff) for n in self.nodes) else None
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """The engines in the order the rows meet them."""
+        out: list[str] = []
+        for n in self.nodes:
+            if n.engine and (not out or out[-1] != n.engine) and not isinstance(n, Handoff):
+                out.append(n.engine)
+        return tuple(out)

@@ -2,15 +2,20 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
+from typing import Callable, Protocol
 
-from dataflow.ops.declare import Modality, OpKind, Resources
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Step
+from dataflow.errors import EngineCapabilityError
+from dataflow.ops.declare import Modality, OpKind, OpSpec, Resources
+from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, SideInput, Step
+from dataflow.plan.rules_media import DraftJpegDecodes
 
-__all__ = ["DEFAULT_RULES", "AssignEngines", "FuseAdjacentMaps", "Rule", "optimize"]
+__all__ = ["DEFAULT_RULES", "AssignEngines", "FuseAdjacentMaps", "InsertHandoffs", "Rule", "optimize"]
 
 _TABULAR_SOURCES = {"csv", "jsonl", "parquet", "text"}
 _ROW_WISE = {OpKind.MAP, OpKind.FILTER, OpKind.FLAT_MAP}
+_ENGINE_ORDER = ("ray", "spark")
+
+Supports = Callable[[OpSpec], bool]
 
 
 class Rule(Protocol):
@@ -20,28 +25,95 @@ class Rule(Protocol):
 
 
 class AssignEngines:
-    """Give every node an engine: the pipeline's ``engine:``, or ray/spark by modality for auto."""
+    """Give every node an engine: the stage's or pipeline's ``engine:``, or ray/spark by what the steps do.
 
-    def __init__(self, spark_available: bool = False):
+    ``auto`` picks Spark when every step is a table op that Spark lowers and the input is tabular or
+    line-based, and Ray otherwise (media steps, media sources, or an op only Ray runs). A step the
+    chosen engine cannot run is an error naming the step and the engines that can.
+    """
+
+    def __init__(self, spark_available: bool = False, supports: dict[str, Supports] | None = None):
         self.spark_available = spark_available
+        self.supports = supports or {"ray": lambda op: True}
 
-    def _choose(self, plan: LogicalPlan) -> tuple[str, str]:
-        requested = plan.spec.engine
+    def _lacking(self, engine: str, steps: list[Step]) -> list[Step]:
+        can = self.supports.get(engine)
+        return [s for s in steps if can is not None and not can(s.op)]
+
+    def _choose(self, requested: str, steps: list[Step], source_format: str, forced_by: str) -> tuple[str, str]:
         if requested != "auto":
-            return requested, f"engine: {requested} set in the pipeline"
-        steps = [n for n in plan.nodes if isinstance(n, Step)]
+            return requested, f"engine: {requested} set {forced_by}"
         media = sorted({s.op.modality.value for s in steps if s.op.modality is not Modality.TABLE})
         if media:
             return "ray", f"auto: {', '.join(media)} steps run on Ray Data"
-        if plan.spec.source.format not in _TABULAR_SOURCES:
-            return "ray", f"auto: a '{plan.spec.source.format}' source is unstructured media, read by Ray Data"
-        if self.spark_available:
-            return "spark", f"auto: every step is a table op over a '{plan.spec.source.format}' source"
-        return "ray", "auto: table steps, but the Spark engine is not installed; Ray Data runs them"
+        if source_format not in _TABULAR_SOURCES:
+            return "ray", f"auto: a '{source_format}' source is unstructured media, read by Ray Data"
+        if not self.spark_available:
+            return "ray", "auto: table steps, but the Spark engine is not installed; Ray Data runs them"
+        lacking = self._lacking("spark", steps)
+        if lacking:
+            return "ray", f"auto: table steps, but Spark has no lowering for {', '.join(sorted({s.op.name for s in lacking}))}; Ray Data runs them"
+        return "spark", f"auto: every step is a table op over a '{source_format}' source, which Spark runs natively"
+
+    def _check(self, engine: str, steps: list[Step], reason: str) -> None:
+        lacking = self._lacking(engine, steps)
+        if not lacking:
+            return
+        lines = []
+        for s in lacking:
+            have = [e for e in _ENGINE_ORDER if e != engine and (e == "ray" or self.spark_available) and not self._lacking(e, [s])]
+            lines.append(f"{s.path} ({s.op.name}): engine '{engine}' cannot run this op; engines that can: {', '.join(have) or 'none'}")
+        raise EngineCapabilityError(engine, "\n".join(lines), f"({reason}); set engine: to one of those, or run the step in a stage of its own")
+
+    def _groups(self, plan: LogicalPlan) -> list[tuple[str, list[Step]]]:
+        """The main chain's steps by stage (one group without stages)."""
+        groups: list[tuple[str, list[Step]]] = []
+        for node in plan.nodes:
+            if isinstance(node, Step):
+                name = node.stage or ""
+                if not groups or groups[-1][0] != name:
+                    groups.append((name, []))
+                groups[-1][1].append(node)
+        return groups or [("", [])]
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
-        engine, reason = self._choose(plan)
-        return replace(plan, nodes=tuple(replace(n, engine=engine) for n in plan.nodes), engine_reason=reason)
+        spec = plan.spec
+        stage_engines = {s.name: s.engine for s in spec.stages}
+        engine_of: dict[int, str] = {}
+        reasons = []
+        source_format = spec.source.format
+        for name, steps in self._groups(plan):
+            requested = stage_engines.get(name, "auto")
+            forced_by = f"on stage '{name}'"
+            if requested == "auto":
+                requested, forced_by = spec.engine, "in the pipeline"
+            engine, reason = self._choose(requested, steps, source_format, forced_by)
+            self._check(engine, steps, reason)
+            engine_of.update({id(s): engine for s in steps})
+            reasons.append((name, engine, reason))
+            source_format = "parquet"  # the next stage reads the handoff
+        first = reasons[0][1]
+        nodes, current = [], first
+        for node in plan.nodes:
+            current = engine_of.get(id(node), current)
+            nodes.append(replace(node, engine=current))
+        inputs = tuple(replace(side, nodes=self._side(side, _consumer_engine(nodes, side.name, first))) for side in plan.inputs)
+        if len(reasons) == 1:
+            text = reasons[0][2]
+        else:
+            text = "; ".join(f"stage '{n}' on {e} ({r})" for n, e, r in reasons)
+        return replace(plan, nodes=tuple(nodes), engine_reason=text, inputs=inputs)
+
+    def _side(self, side: SideInput, engine: str) -> tuple:
+        steps = [n for n in side.nodes if isinstance(n, Step)]
+        self._check(engine, steps, f"source '{side.name}' is read by a step on {engine}")
+        return tuple(replace(n, engine=engine) for n in side.nodes)
+
+
+def _consumer_engine(nodes: list, name: str, default: str) -> str:
+    from dataflow.plan.build import source_refs
+
+    return next((n.engine for n in nodes if isinstance(n, Step) and name in source_refs(n)), default)
 
 
 def _fusible(step: Step) -> bool:
@@ -63,30 +135,49 @@ def _merge(a: Resources, b: Resources) -> Resources | None:
     )
 
 
+def _fuse(nodes) -> tuple:
+    out: list = []
+    for node in nodes:
+        if not isinstance(node, Step) or node.op.kind is OpKind.GLOBAL:
+            out.append(node)
+            continue
+        prev = out[-1] if out else None
+        if (
+            isinstance(prev, FusedMap)
+            and _fusible(node)
+            and all(_fusible(s) for s in prev.steps)
+            and prev.engine == node.engine
+            and (merged := _merge(prev.resources, node.resources)) is not None
+        ):
+            out[-1] = replace(prev, steps=(*prev.steps, node), resources=merged)
+        else:
+            out.append(FusedMap(steps=(node,), resources=node.resources, engine=node.engine))
+    return tuple(out)
+
+
 class FuseAdjacentMaps:
     """Fuse adjacent row-wise CPU steps on one engine into a FusedMap; every step ends in a stage."""
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
+        inputs = tuple(replace(side, nodes=_fuse(side.nodes)) for side in plan.inputs)
+        return replace(plan, nodes=_fuse(plan.nodes), inputs=inputs)
+
+
+class InsertHandoffs:
+    """Where consecutive nodes run on different engines, insert a visible Handoff between them."""
+
+    def apply(self, plan: LogicalPlan) -> LogicalPlan:
         out: list = []
         for node in plan.nodes:
-            if not isinstance(node, Step) or node.op.kind is OpKind.GLOBAL:
-                out.append(node)
-                continue
             prev = out[-1] if out else None
-            if (
-                isinstance(prev, FusedMap)
-                and _fusible(node)
-                and all(_fusible(s) for s in prev.steps)
-                and prev.engine == node.engine
-                and (merged := _merge(prev.resources, node.resources)) is not None
-            ):
-                out[-1] = replace(prev, steps=(*prev.steps, node), resources=merged)
-            else:
-                out.append(FusedMap(steps=(node,), resources=node.resources, engine=node.engine))
+            if prev is not None and not isinstance(prev, Handoff) and prev.engine != node.engine:
+                number = sum(isinstance(n, Handoff) for n in out) + 1
+                out.append(Handoff(number=number, from_engine=prev.engine, to_engine=node.engine, engine=prev.engine))
+            out.append(node)
         return replace(plan, nodes=tuple(out))
 
 
-DEFAULT_RULES: tuple[Rule, ...] = (AssignEngines(), FuseAdjacentMaps())
+DEFAULT_RULES: tuple[Rule, ...] = (AssignEngines(), FuseAdjacentMaps(), InsertHandoffs(), DraftJpegDecodes())
 
 
 def optimize(plan: LogicalPlan, rules: tuple[Rule, ...] = DEFAULT_RULES) -> LogicalPlan:

@@ -1,5 +1,7 @@
-"""Plan checks: column flow between steps."""
+"""Plan checks: column flow between steps, and the expressions and column names in params."""
 from __future__ import annotations
+
+import typing
 
 import pydantic
 
@@ -7,7 +9,7 @@ from dataflow.errors import PlanError
 from dataflow.ops.registry import all_ops
 from dataflow.plan.nodes import LogicalPlan, Read, Step, source_columns
 
-__all__ = ["validate_plan"]
+__all__ = ["param_reads", "validate_plan"]
 
 
 def _defaults(spec):
@@ -22,33 +24,94 @@ def _outputs_with_defaults(spec) -> tuple[str, ...]:
     return spec.columns(params)[1] if params is not None else spec.outputs
 
 
-def validate_plan(plan: LogicalPlan) -> LogicalPlan:
-    """Check that every step finds the columns it reads.
+def _kinds(annotation) -> set[type]:
+    """The classes inside an annotation such as ``dict[ColumnName, Expr] | None``."""
+    out = {annotation} if isinstance(annotation, type) else set()
+    for arg in typing.get_args(annotation):
+        out |= _kinds(arg)
+    return out
 
-    Raises:
-        PlanError: listing each step that reads a column no earlier node writes, with a fix.
+
+def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[str]]:
+    """Columns a step's params read, and the ``:var`` markers they use.
+
+    Params typed ``ColumnName`` name a column; ``Expr``/``AggExpr``/``WindowAggExpr`` values are
+    parsed. In a ``dict[name, Expr]`` (``table.with_columns``) an expression may also read the
+    names defined before it.
     """
+    from dataflow.ops.table import expr as E
+    from dataflow.ops.table.types import ColumnName
+
+    columns: set[str] = set()
+    markers: set[str] = set()
+    for name, field in type(params).model_fields.items():
+        kinds, value = _kinds(field.annotation), getattr(params, name)
+        if value is None:
+            continue
+        if ColumnName in kinds:
+            names = list(value) if isinstance(value, (list, tuple, dict)) else [value]
+            columns |= {str(n) for n in names}
+        exprs = kinds & {E.Expr, E.AggExpr, E.WindowAggExpr}
+        if not exprs:
+            continue
+        texts = list(value.items()) if isinstance(value, dict) else [(None, value)]
+        defined: set[str] = set()
+        for out_name, text in texts:
+            node = E.parse(text) if E.Expr in exprs else E.parse_aggregation(text, implicit_x=E.WindowAggExpr in exprs)
+            columns |= set(E.columns_of(node)) - defined
+            markers |= E.params_of(node)
+            if out_name is not None and E.Expr in exprs:
+                defined.add(out_name)
+    return frozenset(columns), frozenset(markers)
+
+
+def _var_problems(node: Step, markers: frozenset[str]) -> list[str]:
+    if not markers:
+        return []
+    given = set((getattr(node.params, "vars", None) or {}).keys())
+    missing = sorted(markers - given)
+    if not missing:
+        return []
+    where = "vars" if "vars" in type(node.params).model_fields else "vars (this op takes none)"
+    return [f"{node.path} ({node.op.name}) uses :{', :'.join(missing)} but {where} gives no value for it (have: {', '.join(sorted(given)) or 'none'})"]
+
+
+def _chain_problems(nodes, source_format: str) -> list[str]:
     problems = []
     columns = None
-    for node in plan.nodes:
+    for node in nodes:
         if isinstance(node, Read):
             columns = source_columns(node.source)
         elif isinstance(node, Step):
             inputs, outputs = node.op.columns(node.params)
+            reads, markers = param_reads(node.params)
+            problems += _var_problems(node, markers)
             if columns is not None:
-                for col in inputs:
+                for col in dict.fromkeys([*inputs, *sorted(reads)]):
                     if col not in columns:
                         makers = [s.name for s in all_ops() if col in _outputs_with_defaults(s) and s.name != node.op.name]
                         makers.sort(key=lambda n: (not n.startswith(node.op.modality.value + "."), n))
                         fix = f"; add {makers[0]} before it" if makers else ""
                         problems.append(
-                            f"steps[{node.index}] ({node.op.name}) needs column '{col}', which no earlier step or the "
-                            f"'{plan.spec.source.format}' source provides (have: {', '.join(sorted(columns))}){fix}"
+                            f"{node.path} ({node.op.name}) needs column '{col}', which no earlier step or the "
+                            f"'{source_format}' source provides (have: {', '.join(sorted(columns))}){fix}"
                         )
             if node.op.output_columns is not None:
                 columns = node.op.output_columns(columns, node.params)
             elif columns is not None:
                 columns = columns | set(outputs)
+    return problems
+
+
+def validate_plan(plan: LogicalPlan) -> LogicalPlan:
+    """Check that every step finds the columns it reads and the ``:var`` values it uses.
+
+    Raises:
+        PlanError: listing each step that reads a column no earlier node writes, with a fix.
+    """
+    problems = _chain_problems(plan.nodes, plan.spec.source.format)
+    for side in plan.inputs:
+        problems += _chain_problems(side.nodes, side.nodes[0].source.format)
     if problems:
         raise PlanError("\n".join(problems))
     return plan

@@ -1,7 +1,7 @@
 """Lower a logical plan to a Ray Data job description (pure: no Ray import, no session)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
@@ -69,8 +69,9 @@ class RayJob:
     plan: LogicalPlan
     read: RayRead
     stages: tuple[RayStage | RayGlobal, ...]
-    write: RayWrite
+    write: RayWrite | None
     engine: str = "ray"
+    inputs: tuple[tuple[str, RayJob], ...] = ()  # named sources (a join's right side), each read and run first
 
     def describe(self) -> str:
         """The ``== Ray job ==`` section of ``dataflow explain``."""
@@ -88,8 +89,12 @@ class RayJob:
             )
             pool = "actor pool" if s.compute == "actors" else "tasks"
             lines.append(f"{s.name}: map_batches[{s.label}] as {pool}, batch_size={s.batch_size}" + (f", {res}" if res else ""))
+        for name, sub in self.inputs:
+            lines.append(f"source '{name}' (gathered at the driver, bound by name for the steps that read it):")
+            lines += ["    " + line for line in sub.describe().splitlines()[1:]]
         w = self.write
-        lines.append(f"write: map_batches[{w.sink.format} writer] rows_per_file={w.rows_per_file} max_file_bytes={w.max_file_bytes} -> commit {w.sink.uri}")
+        if w is not None:
+            lines.append(f"write: map_batches[{w.sink.format} writer] rows_per_file={w.rows_per_file} max_file_bytes={w.max_file_bytes} -> commit {w.sink.uri}")
         return "\n".join(lines)
 
 
@@ -161,4 +166,5 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
             if lower is None:
                 raise EngineCapabilityError("ray", f"plan node {type(node).__name__}")
             stages.append(lower(node, plan, len(stages) + 1))
-    return RayJob(plan=plan, read=read, stages=tuple(stages), write=write)
+    inputs = tuple((side.name, compile_plan(replace(plan, nodes=side.nodes, inputs=()))) for side in plan.inputs)
+    return RayJob(plan=plan, read=read, stages=tuple(stages), write=write, inputs=inputs)

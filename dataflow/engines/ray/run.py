@@ -21,6 +21,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 __all__ = ["build_dataset", "stream_written"]
 
 READ_STEP = -1
+NAMED_READ_STEP = -2  # bad records of named sources (a join's right side)
 ACTOR_MAX_RESTARTS = 3
 
 
@@ -275,7 +276,11 @@ def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: d
     own = replace(side, stats_dir=posixpath.join(posixpath.dirname(side.stats_dir), f"_stats_source_{batch_key([job.read.source.uri])}"))
     cols = concat(list(build_dataset(job, own, storage_options, cache=cache).iter_batches(batch_size=None, batch_format="numpy")))
     fs = filesystem(side.uri, side.storage_options)
-    side.write("source", batch_key([job.read.source.uri]), [], read_stats(fs, [own.stats_dir], skip=frozenset({READ_STEP})))
+    stats = read_stats(fs, [own.stats_dir])
+    read = stats.pop(READ_STEP, None)
+    if read is not None and read.rows_errored:
+        stats[NAMED_READ_STEP] = StepStats(rows_errored=read.rows_errored)  # row errors, not input rows
+    side.write("source", batch_key([job.read.source.uri]), [], stats)
     if fs.exists(own.stats_dir):
         fs.rm(own.stats_dir, recursive=True)
     return to_arrow(cols)

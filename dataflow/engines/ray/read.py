@@ -1,0 +1,130 @@
+"""Read tasks of the Ray engine: fetch source files through the (cached) URI layer.
+
+Files are listed at the driver; each task gets a batch of URIs with their listing entries, so
+workers do not ask the store for metadata again. ``FetchFiles`` returns whole files (bytes) for
+the row adapter; ``ReadShards`` streams WebDataset tar shards member by member into rows. Both
+report what the cache tier did for their batch under ``<shard tmp>/_cache/``.
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any, Iterator
+
+import numpy as np
+
+from dataflow.engines.base import CACHE_COUNTERS_DIR
+from dataflow.runtime.batch import Columns, from_rows
+from dataflow.runtime.error_sink import ErrorRecord
+from dataflow.runtime.stage import StepStats
+from dataflow.runtime.stats import SideOutputs, batch_key
+
+__all__ = ["FILES_PER_TASK", "FetchFiles", "ReadShards", "cache_dir_of", "listing_items", "record_cache"]
+
+READ_STEP = -1
+FILES_PER_TASK = 16
+SAMPLES_PER_BATCH = 64
+_VERSION_KEYS = ("name", "size", "ETag", "mtime", "LastModified", "ino", "modificationTime")
+
+
+def listing_items(uris: list[str], storage_options: dict, cache: dict | None) -> list[dict[str, str]]:
+    """Return the read items of a shard: each URI with its listing entry (JSON) when the cache needs one.
+
+    The entry comes from the driver's listing cache, so no extra request is made for remote
+    stores that list with metadata (S3).
+    """
+    from connectors.registry import filesystem, strip_scheme
+
+    if not cache or not uris:
+        return [{"uri": u, "info": ""} for u in uris]
+    fs = filesystem(uris[0], storage_options)
+    items = []
+    for u in uris:
+        info = fs.info(strip_scheme(u))
+        items.append({"uri": u, "info": json.dumps({k: info[k] for k in _VERSION_KEYS if info.get(k) is not None}, default=str)})
+    return items
+
+
+def cache_dir_of(side: SideOutputs) -> str:
+    """Where a shard's read tasks leave their cache counters: next to its ``_stats``."""
+    return posixpath.join(posixpath.dirname(side.stats_dir.rstrip("/")), CACHE_COUNTERS_DIR)
+
+
+def record_cache(side: SideOutputs, name: str, key: str, before: dict[str, int] | None, after: dict[str, int] | None) -> None:
+    """Write the cache counters a batch added (nothing without a cache, or when it did nothing)."""
+    from connectors.registry import filesystem
+
+    if before is None or after is None:
+        return
+    delta = {k: after[k] - before.get(k, 0) for k in after}
+    if not any(delta.values()):
+        return
+    fs = filesystem(side.uri, side.storage_options)
+    with fs.open(posixpath.join(cache_dir_of(side), f"{name}-{key}.json"), "wb") as f:
+        f.write(json.dumps(delta).encode("utf-8"))
+
+
+def _path_of(uri: str) -> str:
+    """The ``path`` the row adapter turns back into the URI (it prefixes ``scheme://``)."""
+    from connectors.registry import scheme_of, strip_scheme
+
+    return strip_scheme(uri) if scheme_of(uri) == "file" else uri.split("://", 1)[1]
+
+
+class FetchFiles:
+    """Read whole files: ``{uri, info}`` items in, ``{path, bytes}`` out (the shape of ``read_binary_files``)."""
+
+    def __init__(self, source_uri: str, storage_options: dict, cache: dict | None, side: SideOutputs):
+        self.source_uri, self.storage_options, self.cache, self.side = source_uri, storage_options, cache, side
+
+    def __call__(self, batch: Columns) -> Columns:
+        from connectors.registry import cache_counters, filesystem, strip_scheme
+
+        fs = filesystem(self.source_uri, self.storage_options, self.cache)
+        before = cache_counters(fs)
+        uris = [str(u) for u in batch["uri"]]
+        data = []
+        for uri, info in zip(uris, batch["info"]):
+            path = strip_scheme(uri)
+            data.append(fs.cat_file(path, info=json.loads(info)) if before is not None and info else fs.cat_file(path))
+        record_cache(self.side, "read", batch_key(uris), before, cache_counters(fs))
+        out_bytes = np.empty(len(data), dtype=object)
+        out_bytes[:] = data
+        return {"path": np.array([_path_of(u) for u in uris], dtype=object), "bytes": out_bytes}
+
+
+class ReadShards:
+    """Stream WebDataset shards: one row per sample, a row error per damaged member."""
+
+    def __init__(self, source_uri: str, options: dict[str, Any], storage_options: dict, cache: dict | None, side: SideOutputs):
+        self.source_uri, self.options, self.storage_options, self.cache, self.side = source_uri, options, storage_options, cache, side
+
+    def __call__(self, batch: Columns) -> Iterator[Columns]:
+        from connectors.formats import BadRecord
+        from connectors.registry import cache_counters, filesystem, strip_scheme, webdataset_reader
+
+        fs = filesystem(self.source_uri, self.storage_options, self.cache)
+        before = cache_counters(fs)
+        read_shard = webdataset_reader()
+        uris = [str(u) for u in batch["uri"]]
+        st, rows, errors = StepStats(), [], []
+        for uri, info in zip(uris, batch["info"]):
+            kwargs = {"info": json.loads(info)} if before is not None and info else {}
+            with fs.open(strip_scheme(uri), "rb", **kwargs) as f:
+                for rec in read_shard(uri, f, self.options):
+                    if isinstance(rec, BadRecord):
+                        errors.append(ErrorRecord(rec.source, "read", rec.error_type, rec.reason))
+                        continue
+                    rows.append(rec)
+                    if len(rows) >= SAMPLES_PER_BATCH:
+                        st.rows_out += len(rows)
+                        yield from_rows(rows, ["source"])
+                        rows = []
+        if rows:
+            st.rows_out += len(rows)
+            yield from_rows(rows, ["source"])
+        st.rows_errored = len(errors)
+        st.rows_in = st.rows_out + st.rows_errored
+        key = batch_key(uris)
+        self.side.write("read", key, errors, {READ_STEP: st})
+        record_cache(self.side, "read", key, before, cache_counters(fs))

@@ -1,0 +1,167 @@
+"""Lower a logical plan to a Spark job description (pure: no pyspark import, no session).
+
+Each table op is lowered to native DataFrame operations by name (``LOWERED`` here, the functions
+in ``table_ops.LOWERINGS``); plan nodes are lowered through an exact-type table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from connectors.registry import scheme_of
+from dataflow.dsl.spec import SinkSpec, SourceSpec
+from dataflow.errors import EngineCapabilityError
+from dataflow.ops.declare import OpSpec
+from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write
+
+__all__ = ["LOWERED", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan", "supports"]
+
+DEFAULT_ROWS_PER_FILE = 10_000
+
+#: Op name -> the native DataFrame operations it becomes (shown by ``dataflow explain``).
+LOWERED: dict[str, str] = {
+    "table.aggregate": "groupBy(keys).agg(...)",
+    "table.cast": "try_cast per column; rows with a failed cast -> _errors/",
+    "table.dedup": "row_number() over (partition by keys order by order_by, source) = 1",
+    "table.filter_rows": "where(<SQL expression as a Column>)",
+    "table.join": "join(<named source>, keys, how)",
+    "table.parse_json": "from_json(<declared schema>) with a corrupt-record column; bad rows -> _errors/",
+    "table.parse_regex": "rlike + regexp_extract per named group",
+    "table.select": "select(columns, source)",
+    "table.window_aggregate": "window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)",
+    "table.with_columns": "withColumn per name (SQL expressions as Columns)",
+}
+_READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parquet", "text": "text"}
+
+
+def supports(op: OpSpec) -> bool:
+    """Whether Spark has a native lowering for ``op``."""
+    return op.name in LOWERED
+
+
+@dataclass(frozen=True)
+class SparkRead:
+    """How a source becomes a DataFrame: natively for local files, else the connectors' Python data source."""
+
+    source: SourceSpec
+    method: str
+    remote: bool
+    counted: bool = True  # its rows are the run's input rows (read counters, step -1)
+
+    def describe(self) -> str:
+        how = "Python data source over fsspec (connectors)" if self.remote or self.source.format == "csv" else "native Spark reader"
+        return f"{self.method} from {self.source.uri} via {how}"
+
+
+@dataclass(frozen=True)
+class SparkStep:
+    """One op application, lowered by its registry name."""
+
+    index: int
+    name: str
+    params: dict[str, Any]
+    path: str
+    kind: str
+
+    @property
+    def lowering(self) -> str:
+        return LOWERED[self.name]
+
+
+@dataclass(frozen=True)
+class SparkInput:
+    """A named source (the right side of a join) and the steps that prepare it."""
+
+    name: str
+    read: SparkRead
+    steps: tuple[SparkStep, ...]
+
+
+@dataclass(frozen=True)
+class SparkWrite:
+    """Write partitions (local Parquet natively, else our format writers in ``mapInArrow``); the runner commits."""
+
+    sink: SinkSpec
+    rows_per_file: int
+    native: bool = False  # local Parquet: Spark's own writer
+
+
+@dataclass(frozen=True)
+class SparkJob:
+    """The lowered Spark job."""
+
+    plan: LogicalPlan
+    read: SparkRead
+    steps: tuple[SparkStep, ...]
+    write: SparkWrite
+    inputs: tuple[SparkInput, ...] = ()
+    engine: str = "spark"
+
+    def describe(self) -> str:
+        """The ``== Spark job ==`` section of ``dataflow explain``."""
+        lines = ["== Spark job ==", f"read: {self.read.describe()}"]
+        for side in self.inputs:
+            lines.append(f"source '{side.name}': {side.read.describe()}")
+            lines += [f"    {s.path} {s.name}: {s.lowering}" for s in side.steps]
+        lines += [f"{s.path} {s.name}: {s.lowering}" for s in self.steps]
+        w = self.write
+        how = "Spark's Parquet writer" if w.native else f"mapInArrow[{w.sink.format} writer]"
+        lines.append(f"write: {how} rows_per_file={w.rows_per_file} -> commit {w.sink.uri}")
+        lines.append("row errors (bad JSON, wrong types, failed casts): split off natively -> <sink>/_errors/")
+        return "\n".join(lines)
+
+
+def _lower_read(node: Read, counted: bool = True) -> SparkRead:
+    fmt = node.source.format
+    if fmt not in _READ_METHODS:
+        raise EngineCapabilityError("spark", f"a '{fmt}' source", "Spark reads csv, jsonl, parquet and text sources; set engine: ray for media")
+    method = _READ_METHODS[fmt]
+    if fmt == "text":
+        method = "text lines" if node.source.options.get("split", "file") == "line" else "whole text files"
+    return SparkRead(source=node.source, method=method, remote=scheme_of(node.source.uri) != "file", counted=counted)
+
+
+def _step(node: Step) -> SparkStep:
+    if node.op.name not in LOWERED:
+        have = ", ".join(sorted(LOWERED))
+        raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")
+    return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value)
+
+
+def _lower_steps(node) -> list[SparkStep]:
+    return [_step(s) for s in node.steps] if isinstance(node, FusedMap) else [_step(node)]
+
+
+_LOWER = {FusedMap: _lower_steps, Map: _lower_steps, Filter: _lower_steps, FlatMap: _lower_steps, Shuffle: _lower_steps}
+
+
+def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite | None]:
+    read = write = None
+    steps: list[SparkStep] = []
+    for node in nodes:
+        if type(node) is Read:
+            read = _lower_read(node)
+        elif type(node) is Write:
+            s = node.sink
+            native = s.format == "parquet" and scheme_of(s.uri) == "file"
+            write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native)
+        else:
+            lower = _LOWER.get(type(node))
+            if lower is None:
+                raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
+            steps += lower(node)
+    return read, steps, write
+
+
+def compile_plan(plan: LogicalPlan) -> SparkJob:
+    """Lower ``plan`` to a SparkJob.
+
+    Raises:
+        EngineCapabilityError: a source format or op Spark cannot run, naming the step.
+    """
+    read, steps, write = _lower_chain(plan.nodes)
+    inputs = []
+    for side in plan.inputs:
+        side_read, side_steps, _ = _lower_chain(side.nodes)
+        inputs.append(SparkInput(name=side.name, read=SparkRead(side_read.source, side_read.method, side_read.remote, counted=False), steps=tuple(side_steps)))
+    return SparkJob(plan=plan, read=read, steps=tuple(steps), write=write, inputs=tuple(inputs))

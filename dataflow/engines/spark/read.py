@@ -1,0 +1,196 @@
+"""Turn a source into a DataFrame with a ``source`` column that matches the Ray engine's lineage.
+
+Local files are read natively (``wholetext`` text split into numbered lines at LF or CRLF;
+Parquet with its row index); remote files, and CSV (for the Ray reader's semantics), go through
+``DataflowSource``. A file is read whole by one task, as on Ray.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dataflow.engines.spark.columns import col
+from dataflow.engines.spark.compile import SparkRead, SparkStep
+from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
+from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
+from dataflow.engines.spark.table_ops import LOWERINGS, Checked
+
+__all__ = ["infer_json_fields", "read_source"]
+
+_SAMPLE_FILES = 8
+_SAMPLE_LINES = 1000
+_GLOB_CHARS = "\\[]{}*?"
+_registered: set[int] = set()
+
+
+def _register(spark) -> None:
+    if id(spark) not in _registered:
+        spark.dataSource.register(DataflowSource)
+        _registered.add(id(spark))
+
+
+def _hadoop_path(uri: str, native_s3: bool) -> str:
+    from connectors.registry import scheme_of, strip_scheme
+
+    path = to_s3a(uri) if native_s3 and scheme_of(uri) == "s3" else "file://" + strip_scheme(uri)
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
+
+
+def _our_path(file_path: Column) -> Column:
+    """Spark's (URL-encoded) ``_metadata.file_path`` as the URI the connectors list."""
+    decoded = F.url_decode(F.regexp_replace(file_path, r"\+", "%2B"))
+    return F.regexp_replace(F.regexp_replace(decoded, "^file:", ""), "^s3a://", "s3://")
+
+
+def _python_source(spark, files: list[str], kind: str, schema: T.StructType, read: SparkRead, side, storage: dict, **extra: Any) -> DataFrame:
+    _register(spark)
+    job = {"files": files, "kind": kind, "storage_options": storage, "options": read.source.options, "counted": read.counted, "side": asdict(side), **extra}
+    return spark.read.format("dataflow").option("schema", schema.json()).option("job", json.dumps(job)).load()
+
+
+def _file_uri(files: list[str], index: Column) -> Column:
+    return F.element_at(F.array(*[F.lit(f) for f in files]), index + 1)
+
+
+def _native(spark, read: SparkRead) -> bool:
+    from connectors.registry import scheme_of
+
+    if not read.remote:
+        return True
+    return scheme_of(read.source.uri) == "s3" and native_enabled(spark)
+
+
+def _lines(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
+    """(source, text) per line, numbered as ``bytes.splitlines`` numbers them."""
+    if _native(spark, read):
+        raw = spark.read.text([_hadoop_path(f, True) for f in files], wholetext=True)
+        # Splitting on one plain character takes Java's fast path; a CR before it is dropped below.
+        parts = raw.select(_our_path(F.col("_metadata.file_path")).alias("__path"), F.split("value", "\n").alias("__lines"))
+        parts = parts.select("__path", F.size("__lines").alias("__n"), "__lines")
+        # posexplode_outer: the plain one makes Spark re-split every file to infer a size filter.
+        exploded = parts.select("__path", "__n", F.posexplode_outer("__lines").alias("__pos", "__text"))
+        # A file that ends with a newline yields one empty piece after it: not a line.
+        exploded = exploded.where(~((F.col("__pos") == F.col("__n") - 1) & (F.col("__text") == "")))
+        text = F.when(F.col("__text").endswith("\r"), F.expr("substring(__text, 1, length(__text) - 1)")).otherwise(F.col("__text"))
+        return exploded.select(F.concat(F.col("__path"), F.lit("#line="), (F.col("__pos") + 1).cast("string")).alias("source"), text.alias("text"))
+    df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage)
+    return df.select(F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string")).alias("source"), "text")
+
+
+def _whole(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
+    if _native(spark, read):
+        raw = spark.read.text([_hadoop_path(f, True) for f in files], wholetext=True)
+        return raw.select(_our_path(F.col("_metadata.file_path")).alias("source"), F.col("value").alias("text"))
+    df = _python_source(spark, files, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage)
+    return df.select(_file_uri(files, F.col("file")).alias("source"), "text")
+
+
+def _value_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "long"
+    if isinstance(value, float):
+        return "double"
+    return "string"
+
+
+def infer_json_fields(lines: list[str]) -> dict[str, str]:
+    """Field -> type over sample JSON lines: long and double widen to double, other mixes to string."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(value, dict):
+            continue
+        for key, v in value.items():
+            if key == "source" or v is None:
+                continue
+            kind, seen = _value_type(v), fields.get(key)
+            if seen is None or seen == kind:
+                fields[key] = kind
+            else:
+                fields[key] = "double" if {seen, kind} == {"long", "double"} else "string"
+    return fields
+
+
+def _sample_lines(files: list[str], storage: dict) -> list[str]:
+    from connectors.registry import filesystem, strip_scheme
+
+    out: list[str] = []
+    for uri in files[:_SAMPLE_FILES]:
+        with filesystem(uri, storage).open(strip_scheme(uri), "rb") as f:
+            for number, raw in enumerate(f):
+                if number >= _SAMPLE_LINES:
+                    break
+                out.append(raw.decode("utf-8", "replace"))
+    return out
+
+
+def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict) -> Checked:
+    declared = read.source.options.get("schema")
+    fields = dict(declared) if declared else infer_json_fields(_sample_lines(files, storage))
+    lines = _lines(spark, read, files, side, storage).where(~F.col("text").rlike(r"^\s*$"))
+    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": "text"}, path="read", kind="map")
+    checked = LOWERINGS["table.parse_json"](lines, step, {})
+    return Checked(checked.df, checked.cases, helpers=("text",))
+
+
+def _csv(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
+    from connectors.registry import filesystem, strip_scheme
+
+    with filesystem(files[0], storage).open(strip_scheme(files[0]), "rb") as f:
+        first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace")
+    header = next(csv.reader(io.StringIO(first), delimiter=read.source.options.get("delimiter", ",")), [])
+    names = ["source", *[h for h in header if h != "source"]]
+    schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
+    return _python_source(spark, files, "csv", schema, read, side, storage, columns=names)
+
+
+def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
+    if _native(spark, read):
+        df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
+        if "source" in df.columns:
+            return df.select("source", *[col(c) for c in df.columns if c != "source"])
+        own = F.concat(_our_path(F.col("_metadata.file_path")), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
+        return df.select(own.alias("source"), *[col(c) for c in df.columns])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from connectors.registry import filesystem, strip_scheme
+
+    with filesystem(files[0], storage).open(strip_scheme(files[0]), "rb") as f:
+        arrow = pq.read_schema(f)
+    names = ["source", *[n for n in arrow.names if n != "source"]]
+    fields = [pa.field("source", pa.string()), *[arrow.field(n) for n in names[1:]]]
+    return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, columns=names)
+
+
+def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]]) -> DataFrame | Checked:
+    """Return the rows of ``files``: a ``source`` column first, then the data.
+
+    For jsonl the result is ``Checked``: the rows, with the lines that do not parse flagged.
+    """
+    if native_enabled(spark) and read.remote:
+        apply_settings(spark, s3a_settings(storage.get("s3", {})))
+    fmt = read.source.format
+    if fmt == "parquet":
+        return _parquet(spark, read, files, side, storage)
+    if fmt == "csv":
+        return _csv(spark, read, files, side, storage)
+    if fmt == "jsonl":
+        return _jsonl(spark, read, files, side, storage)
+    if read.source.options.get("split", "file") == "line":
+        lines = _lines(spark, read, files, side, storage)
+        return lines.where(~F.col("text").rlike(r"^\s*$")) if read.source.options.get("skip_empty", True) else lines
+    return _whole(spark, read, files, side, storage)

@@ -1,0 +1,62 @@
+"""Start or join a Spark session: an active one, the given master, or a local ``local[*]`` on 127.0.0.1."""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+import warnings
+
+__all__ = ["LOCAL_CONF", "ensure_spark", "startup_seconds"]
+
+#: Settings of the session dataflow starts itself (no master given).
+LOCAL_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": str(max(4, 2 * (os.cpu_count() or 2))),
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+_STARTUP: dict[str, float] = {}
+_log = logging.getLogger(__name__)
+
+
+def startup_seconds() -> float | None:
+    """Seconds the session this process started took to come up (None if it joined one)."""
+    return _STARTUP.get("seconds")
+
+
+def ensure_spark(master: str | None = None):
+    """Return the active SparkSession, or start one.
+
+    Args:
+        master: A Spark master URL; default ``SPARK_MASTER``, else a local ``local[*]`` session bound
+            to 127.0.0.1 with the UI off and scratch space in a temporary folder.
+    """
+    from pyspark.sql import SparkSession
+
+    # NOTE: PySpark 4.3 warns on every Arrow UDF that it "does not yet fully support pandas >= 3";
+    # dataflow's Spark path hands Arrow batches, not pandas, to Python.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    master = master or os.environ.get("SPARK_MASTER")
+    builder = SparkSession.builder.appName("dataflow")
+    if not master or master.startswith("local"):
+        # NOTE: keeps a local Spark on loopback instead of the machine's network interface.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.master(master or "local[*]")
+        for key, value in LOCAL_CONF.items():
+            builder = builder.config(key, value)
+        builder = builder.config("spark.local.dir", tempfile.mkdtemp(prefix="dataflow-spark-"))
+        builder = builder.config("spark.driver.memory", os.environ.get("DATAFLOW_SPARK_DRIVER_MEMORY", "2g"))
+    else:
+        builder = builder.master(master)
+    start = time.monotonic()
+    spark = builder.getOrCreate()
+    _STARTUP["seconds"] = time.monotonic() - start
+    spark.sparkContext.setLogLevel("ERROR")
+    _log.info("started Spark %s (%s) in %.1f s", spark.version, spark.sparkContext.master, _STARTUP["seconds"])
+    return spark

@@ -1,0 +1,194 @@
+"""Native Spark lowerings of the table ops, by op name.
+
+A lowering is ``fn(df, step, named) -> DataFrame``. An op that meets bad data returns
+``Checked``: its rows with a ``BAD`` flag column, and the cases that say why a row is bad, which
+are evaluated on the bad rows only; the job's runner splits those off to ``_errors/``. Each
+lowering matches the op's Arrow implementation in ``dataflow/ops/table`` (the conformance suite in
+``tests/contracts/engine.py`` checks it).
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any, Callable
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dataflow.engines.spark.columns import aggregate_column, col, to_column
+from dataflow.engines.spark.compile import SparkStep
+from dataflow.ops.table import expr as E
+from dataflow.ops.table.dedup import dedup_keys
+from dataflow.ops.table.join import right_renames
+from dataflow.ops.table.parse_regex import java_pattern
+from dataflow.ops.table.types import SPARK_TYPES
+
+__all__ = ["BAD", "LOWERINGS", "Checked"]
+
+BAD = "__df_bad"
+_CORRUPT = "__df_corrupt"
+
+
+@dataclass
+class Checked:
+    """Rows flagged in column ``BAD``; ``cases`` are (condition, error type, reason), first match wins.
+
+    ``helpers`` are columns the cases read that good rows do not keep.
+    """
+
+    df: DataFrame
+    cases: list[tuple[Column, str, Column]]
+    helpers: tuple[str, ...] = ()
+
+    def error_columns(self) -> tuple[Column, Column]:
+        """(error_type, reason) of a bad row."""
+        etype = F.coalesce(*[F.when(cond, F.lit(t)) for cond, t, _ in self.cases])
+        reason = F.coalesce(*[F.when(cond, r) for cond, _, r in self.cases])
+        return etype, reason
+
+
+Lowering = Callable[[DataFrame, SparkStep, dict[str, DataFrame]], "DataFrame | Checked"]
+
+
+def _vars(step: SparkStep) -> dict[str, Any]:
+    return step.params.get("vars") or {}
+
+
+def _select(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    keep = list(dict.fromkeys([*step.params["columns"], *(["source"] if "source" in df.columns else [])]))
+    return df.select(*[col(c) for c in keep])
+
+
+def _filter_rows(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    return df.where(to_column(E.parse(step.params["where"]), _vars(step)))
+
+
+def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    for name, text in step.params["columns"].items():
+        df = df.withColumn(name, to_column(E.parse(text), _vars(step)))
+    return df
+
+
+def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
+    fields, column = step.params["fields"], step.params["column"]
+    schema = T.StructType([T.StructField(n, T._parse_datatype_string(SPARK_TYPES[t])) for n, t in fields.items()] + [T.StructField(_CORRUPT, T.StringType())])
+    text = col(column)
+    parsed = F.col("__df_parsed")
+    df = df.withColumn("__df_parsed", F.from_json(text, schema, {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}))
+    df = df.withColumns({**{n: parsed.getField(n) for n in fields}, BAD: text.isNull() | parsed.getField(_CORRUPT).isNotNull()}).drop("__df_parsed")
+    # Evaluated on bad rows only: a second parse tells bad JSON from a field of the wrong type.
+    as_map = F.from_json(text, T.MapType(T.StringType(), T.StringType()))
+    return Checked(df, [
+        (text.isNull(), "TypeError", F.lit(f"column '{column}' is null")),
+        (F.get_json_object(text, "$").isNull(), "JSONDecodeError", F.lit("invalid JSON")),
+        (as_map.isNull(), "TypeError", F.lit("expected a JSON object")),
+        *[(as_map.getItem(n).isNotNull() & col(n).isNull(), "TypeError", F.lit(f"field '{n}' is not a {t}")) for n, t in fields.items()],
+        (F.lit(True), "JSONDecodeError", F.lit("invalid JSON")),
+    ])
+
+
+def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
+    column, mode = step.params["column"], step.params["on_mismatch"]
+    pattern, groups = java_pattern(step.params["pattern"])
+    text = col(column)
+    matched = text.rlike(pattern) & text.isNotNull()
+    if mode == "drop":
+        df = df.where(matched)
+    values = {name: F.regexp_extract(text, pattern, index) for name, index in groups.items()}
+    df = df.withColumns({name: F.when(matched & (v != ""), v) for name, v in values.items()})
+    if mode != "error":
+        return df
+    df = df.withColumn(BAD, ~F.coalesce(matched, F.lit(False)))
+    return Checked(df, [(F.lit(True), "ValueError", F.lit(f"column '{column}' does not match the pattern"))])
+
+
+def _cast(df: DataFrame, step: SparkStep, named) -> Checked:
+    columns = step.params["columns"]
+    flags = {f"__df_failed_{i}": col(n).isNotNull() & col(n).try_cast(SPARK_TYPES[t]).isNull() for i, (n, t) in enumerate(columns.items())}
+    df = df.withColumns(flags)
+    df = df.withColumns({**{n: col(n).try_cast(SPARK_TYPES[t]) for n, t in columns.items()}, BAD: reduce(operator.or_, [F.col(f) for f in flags])})
+    cases = [(F.col(f), "ValueError", F.lit(f"column '{n}': value is not a valid {t}")) for f, (n, t) in zip(flags, columns.items())]
+    return Checked(df, cases, helpers=tuple(flags))
+
+
+def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    keys = dedup_keys(df.columns, step.params.get("keys"))
+    order_by, keep = step.params.get("order_by"), step.params.get("keep", "first")
+    order = []
+    if order_by is not None:
+        order.append(col(order_by).desc_nulls_last() if keep == "last" else col(order_by).asc_nulls_first())
+    if "source" in df.columns:
+        order.append(col("source").asc_nulls_first())
+    if not order:
+        return df.dropDuplicates(keys)
+    rank = F.row_number().over(Window.partitionBy(*[col(k) for k in keys]).orderBy(*order))
+    return df.withColumn("__df_rank", rank).where(F.col("__df_rank") == 1).drop("__df_rank")
+
+
+def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, E.Aggregation], params: dict, default_x: str | None = None) -> DataFrame:
+    aggs = [aggregate_column(a, params, default_x).alias(name) for name, a in aggregations.items()]
+    if "source" in df.columns:
+        aggs.append(F.min(col("source")).alias("source"))
+    return df.groupBy(*[col(k) for k in keys]).agg(*aggs)
+
+
+def _aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    parsed = {n: E.parse_aggregation(t) for n, t in step.params["aggregations"].items()}
+    return _grouped(df, list(step.params.get("keys") or []), parsed, _vars(step))
+
+
+def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    p = step.params
+    keys, time, size = list(p.get("keys") or []), p["time_column"], int(p["size"])
+    slide = int(p.get("slide") or size)
+    t = col(time)
+    df = df.where(t.isNotNull())
+    last = F.floor(t.cast("double") / F.lit(float(slide))) * F.lit(slide)
+    if slide == size:
+        df = df.withColumn("window_start", last.cast("bigint"))
+    else:
+        count = -(-size // slide)
+        first = (last - F.lit((count - 1) * slide)).cast("bigint")
+        starts = F.sequence(first, last.cast("bigint"), F.lit(slide).cast("bigint"))
+        df = df.withColumn("window_start", F.explode(starts)).where(F.col("window_start") + F.lit(size) > t)
+    parsed = {n: E.parse_aggregation(text, implicit_x=True) for n, text in p["aggregations"].items()}
+    out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=time)
+    out = out.withColumn("window_end", F.col("window_start") + F.lit(size))
+    return out.select(*[col(k) for k in keys], "window_start", "window_end", *[col(n) for n in parsed], *(["source"] if "source" in out.columns else []))
+
+
+_HOW = {"inner": "inner", "left": "left", "right": "right", "full": "full", "semi": "left_semi", "anti": "left_anti"}
+
+
+def _join(df: DataFrame, step: SparkStep, named: dict[str, DataFrame]) -> DataFrame:
+    p = step.params
+    keys, how = list(p["keys"]), p["how"]
+    right = named[p["right"]]
+    if "source" in right.columns:
+        right = right.drop("source")
+    renames = right_renames(df.columns, right.columns, keys, p["suffix"])
+    right = right.select(*[col(c).alias(renames.get(c, c)) for c in right.columns])
+    left_types = dict(df.dtypes)
+    for k in keys:
+        if dict(right.dtypes)[k] != left_types[k]:
+            right = right.withColumn(k, col(k).cast(left_types[k]))
+    out = df.join(right, on=keys, how=_HOW[how])
+    if how in ("semi", "anti"):
+        return out.select(*[col(c) for c in df.columns])
+    return out.select(*[col(c) for c in df.columns], *[col(c) for c in right.columns if c not in keys])
+
+
+LOWERINGS: dict[str, Lowering] = {
+    "table.aggregate": _aggregate,
+    "table.cast": _cast,
+    "table.dedup": _dedup,
+    "table.filter_rows": _filter_rows,
+    "table.join": _join,
+    "table.parse_json": _parse_json,
+    "table.parse_regex": _parse_regex,
+    "table.select": _select,
+    "table.window_aggregate": _window_aggregate,
+    "table.with_columns": _with_columns,
+}

@@ -1,0 +1,293 @@
+"""Cross-engine conformance: every table op, run by each engine over the same data, gives the same rows.
+
+``EngineContract`` holds the cases; a test class subclasses it and provides an ``engine`` fixture
+that names the engine and starts its session (``tests/integration/engines/test_spark_conformance.py``
+runs it on Ray and on Spark). Each case states its exact expected rows, so both engines are held
+to one result: row order is normalized, floats compare to 1e-9, and the NaN that Ray's numpy
+batches use for null numbers counts as null.
+"""
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dataflow.dsl.parse import parse_pipeline
+from dataflow.engines.base import RunOptions
+from dataflow.runner import run_pipeline
+
+QUIET = RunOptions(progress=False)
+
+LINKS = [
+    {"link": "a", "ts": 0, "rx": -3.0, "crc": 1, "state": "up"},
+    {"link": "a", "ts": 1800, "rx": -3.5, "crc": 2, "state": "up"},
+    {"link": "a", "ts": 3600, "rx": -4.0, "crc": None, "state": "down"},
+    {"link": "b", "ts": 0, "rx": -2.0, "crc": 0, "state": "up"},
+    {"link": "b", "ts": 3600, "rx": None, "crc": 5, "state": "up"},
+    {"link": "c", "ts": 7200, "rx": -10.0, "crc": 10, "state": None},
+]
+JSON_LINES = [
+    '{"ts": 10, "link": "a", "rx": -3, "ok": true, "meta": {"v": 1}}',
+    "not json",
+    "[1, 2]",
+    '{"ts": "late", "link": "b"}',
+    '{"link": 5, "rx": null}',
+    "",
+    '{"ts": 1.5}',
+]
+SYSLOG_LINES = [
+    "sw1 %LINK-3-UPDOWN: Interface Eth1/1 changed state to down",
+    "sw2 %OPTIC-4-REMOVE: module removed",
+    "garbage without a tag",
+    "sw1 %CRC-2-ALARM: port Eth1/7 crc",
+]
+SYSLOG_PATTERN = r"(?P<host>\S+) %(?P<facility>[A-Z]+)-(?P<severity>\d)-(?P<event>[A-Z_]+):(?:.* (?P<port>Eth\S+))?"
+CASTS = [{"a": "12", "b": "true"}, {"a": " 7 ", "b": "no"}, {"a": "abc", "b": "yes"}, {"a": None, "b": "1"}, {"a": "1e3", "b": "0"}]
+LABELS_CSV = "link,label,rx\na,gold,x\nc,bad,y\nd,none,z\n"
+
+
+@dataclass
+class Data:
+    """The inputs of one case, written under the test's tmp folder."""
+
+    links: str
+    json_lines: str
+    syslog: str
+    casts: str
+    labels: str
+
+    def row(self, i: int, **extra: Any) -> dict[str, Any]:
+        return {**LINKS[i], "source": f"{self.links}#row={i}", **extra}
+
+
+def write_data(root: pathlib.Path) -> Data:
+    """Write the conformance inputs: a Parquet table, JSON and syslog text, strings to cast, a label CSV."""
+    root.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([("link", pa.string()), ("ts", pa.int64()), ("rx", pa.float64()), ("crc", pa.int64()), ("state", pa.string())])
+    pq.write_table(pa.Table.from_pylist(LINKS, schema=schema), root / "links.parquet")
+    (root / "tele.txt").write_text("\n".join(JSON_LINES) + "\n")
+    (root / "syslog.txt").write_text("\n".join(SYSLOG_LINES) + "\n")
+    pq.write_table(pa.Table.from_pylist(CASTS), root / "casts.parquet")
+    (root / "labels.csv").write_text(LABELS_CSV)
+    return Data(str(root / "links.parquet"), str(root / "tele.txt"), str(root / "syslog.txt"), str(root / "casts.parquet"), str(root / "labels.csv"))
+
+
+@dataclass
+class Case:
+    """A pipeline fragment, its input, and the rows (and row errors) every engine must produce."""
+
+    source: str
+    steps: list[dict[str, Any]]
+    expected: Callable[[Data], list[dict[str, Any]]]
+    errors: Callable[[Data], list[tuple[str, str, str]]] = lambda d: []
+    sources: dict[str, Any] = field(default_factory=dict)
+
+
+def _text(uri: str) -> dict[str, Any]:
+    return {"uri": uri, "format": "text", "options": {"split": "line"}}
+
+
+def _with_columns_rows(d: Data) -> list[dict[str, Any]]:
+    extra = [
+        dict(half=0.5, ratio=None, tag="ok", label="A-1", fill=1, r=-4.5, fl=-3, n=2, dbl=1.0, m=1, flag=True),
+        dict(half=1.0, ratio=-3.5, tag="low", label="A-2", fill=2, r=-5.3, fl=-4, n=2, dbl=2.0, m=2, flag=False),
+        dict(half=None, ratio=None, tag="low", label=None, fill=-1, r=-6.0, fl=-4, n=4, dbl=None, m=None, flag=None),
+        dict(half=0.0, ratio=2.0, tag="ok", label="B-0", fill=0, r=-3.0, fl=-2, n=2, dbl=0.0, m=0, flag=True),
+        dict(half=2.5, ratio=None, tag="none", label="B-5", fill=5, r=None, fl=None, n=2, dbl=5.0, m=2, flag=False),
+        dict(half=5.0, ratio=-10 / 9, tag="low", label="C-10", fill=10, r=-15.0, fl=-10, n=None, dbl=10.0, m=1, flag=False),
+    ]
+    return [d.row(i, **e) for i, e in enumerate(extra)]
+
+
+def _windows(d: Data) -> list[dict[str, Any]]:
+    slope = -0.5 / 1800
+    spec = [  # link, start, n, lo, slope, source row
+        ("a", -1800, 1, -3.0, None, 0), ("a", 0, 2, -3.5, slope, 0), ("a", 1800, 2, -4.0, slope, 1), ("a", 3600, 1, -4.0, None, 2),
+        ("b", -1800, 1, -2.0, None, 3), ("b", 0, 1, -2.0, None, 3), ("b", 1800, 1, None, None, 4), ("b", 3600, 1, None, None, 4),
+        ("c", 5400, 1, -10.0, None, 5), ("c", 7200, 1, -10.0, None, 5),
+    ]
+    return [
+        {"link": k, "window_start": s, "window_end": s + 3600, "n": n, "lo": lo, "sl": sl, "source": f"{d.links}#row={r}"}
+        for k, s, n, lo, sl, r in spec
+    ]
+
+
+CASES: dict[str, Case] = {
+    "select": Case("links", [{"op": "table.select", "params": {"columns": ["link", "rx"]}}],
+                   lambda d: [{"link": r["link"], "rx": r["rx"], "source": f"{d.links}#row={i}"} for i, r in enumerate(LINKS)]),
+    "filter_rows": Case(
+        "links",
+        [{"op": "table.filter_rows", "params": {"where": "rx < :lim AND link IN ('a', 'b') OR crc IS NULL", "vars": {"lim": -2.5}}}],
+        lambda d: [d.row(i) for i in (0, 1, 2)],
+    ),
+    "with_columns": Case(
+        "links",
+        [{"op": "table.with_columns", "params": {"columns": {
+            "half": "crc / 2", "ratio": "rx / (crc - 1)",
+            "tag": "CASE WHEN rx < -3.2 THEN 'low' WHEN rx IS NULL THEN 'none' ELSE 'ok' END",
+            "label": "upper(link) || '-' || cast(crc as string)", "fill": "coalesce(crc, -1)", "r": "round(rx * 1.5, 1)",
+            "fl": "floor(rx)", "n": "length(state)", "dbl": "half * 2", "m": "crc % 3", "flag": "NOT (crc > 1)",
+        }}}],
+        _with_columns_rows,
+    ),
+    "parse_json": Case(
+        "json",
+        [{"op": "table.parse_json", "params": {"fields": {"ts": "long", "link": "string", "rx": "double", "ok": "boolean", "meta": "string"}}}],
+        lambda d: [
+            {"source": f"{d.json_lines}#line=1", "text": JSON_LINES[0], "ts": 10, "link": "a", "rx": -3.0, "ok": True, "meta": '{"v":1}'},
+            {"source": f"{d.json_lines}#line=5", "text": JSON_LINES[4], "ts": None, "link": "5", "rx": None, "ok": None, "meta": None},
+        ],
+        lambda d: [(f"{d.json_lines}#line=2", "table.parse_json", "JSONDecodeError"), (f"{d.json_lines}#line=3", "table.parse_json", "TypeError"),
+                   (f"{d.json_lines}#line=4", "table.parse_json", "TypeError"), (f"{d.json_lines}#line=7", "table.parse_json", "TypeError")],
+    ),
+    "parse_regex_errors": Case(
+        "syslog",
+        [{"op": "table.parse_regex", "params": {"pattern": SYSLOG_PATTERN}}],
+        lambda d: [
+            {"source": f"{d.syslog}#line=1", "text": SYSLOG_LINES[0], "host": "sw1", "facility": "LINK", "severity": "3", "event": "UPDOWN", "port": "Eth1/1"},
+            {"source": f"{d.syslog}#line=2", "text": SYSLOG_LINES[1], "host": "sw2", "facility": "OPTIC", "severity": "4", "event": "REMOVE", "port": None},
+            {"source": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "host": "sw1", "facility": "CRC", "severity": "2", "event": "ALARM", "port": "Eth1/7"},
+        ],
+        lambda d: [(f"{d.syslog}#line=3", "table.parse_regex", "ValueError")],
+    ),
+    "parse_regex_drop": Case(
+        "syslog",
+        [{"op": "table.parse_regex", "params": {"pattern": r"-(?P<event>[A-Z_]+): .*port (?P<port>\S+)", "on_mismatch": "drop"}}],
+        lambda d: [{"source": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "event": "ALARM", "port": "Eth1/7"}],
+    ),
+    "cast": Case(
+        "casts",
+        [{"op": "table.cast", "params": {"columns": {"a": "long", "b": "boolean"}}}],
+        lambda d: [{"source": f"{d.casts}#row=0", "a": 12, "b": True}, {"source": f"{d.casts}#row=1", "a": 7, "b": False},
+                   {"source": f"{d.casts}#row=3", "a": None, "b": True}],
+        lambda d: [(f"{d.casts}#row=2", "table.cast", "ValueError"), (f"{d.casts}#row=4", "table.cast", "ValueError")],
+    ),
+    "dedup_last": Case("links", [{"op": "table.dedup", "params": {"keys": ["link"], "order_by": "ts", "keep": "last"}}],
+                       lambda d: [d.row(i) for i in (2, 4, 5)]),
+    "dedup_all_columns": Case(
+        "links",
+        [{"op": "table.select", "params": {"columns": ["link"]}}, {"op": "table.dedup"}],
+        lambda d: [{"link": k, "source": f"{d.links}#row={i}"} for k, i in (("a", 0), ("b", 3), ("c", 5))],
+    ),
+    "aggregate": Case(
+        "links",
+        [{"op": "table.aggregate", "params": {"keys": ["link"], "aggregations": {
+            "n": "count(*)", "k": "count(crc)", "s": "sum(crc)", "mu": "mean(rx)", "lo": "min(rx)", "hi": "max(ts)",
+            "sd": "stddev(rx)", "sl": "slope(rx, ts)"}}}],
+        lambda d: [
+            {"link": "a", "n": 3, "k": 2, "s": 3, "mu": -3.5, "lo": -4.0, "hi": 3600, "sd": 0.5, "sl": -0.5 / 1800, "source": f"{d.links}#row=0"},
+            {"link": "b", "n": 2, "k": 2, "s": 5, "mu": -2.0, "lo": -2.0, "hi": 3600, "sd": None, "sl": None, "source": f"{d.links}#row=3"},
+            {"link": "c", "n": 1, "k": 1, "s": 10, "mu": -10.0, "lo": -10.0, "hi": 7200, "sd": None, "sl": None, "source": f"{d.links}#row=5"},
+        ],
+    ),
+    "aggregate_all_rows": Case(
+        "links",
+        [{"op": "table.aggregate", "params": {"aggregations": {"n": "count(*)", "s": "sum(crc * 2)"}}}],
+        lambda d: [{"n": 6, "s": 36, "source": f"{d.links}#row=0"}],
+    ),
+    "window_sliding": Case(
+        "links",
+        [{"op": "table.window_aggregate", "params": {"keys": ["link"], "size": "1h", "slide": "30m",
+                                                     "aggregations": {"n": "count(*)", "lo": "min(rx)", "sl": "slope(rx)"}}}],
+        _windows,
+    ),
+    "window_tumbling": Case(
+        "links",
+        [{"op": "table.window_aggregate", "params": {"keys": ["link"], "size": "2h", "aggregations": {"n": "count(*)", "crc": "sum(crc)"}}}],
+        lambda d: [
+            {"link": "a", "window_start": 0, "window_end": 7200, "n": 3, "crc": 3, "source": f"{d.links}#row=0"},
+            {"link": "b", "window_start": 0, "window_end": 7200, "n": 2, "crc": 5, "source": f"{d.links}#row=3"},
+            {"link": "c", "window_start": 7200, "window_end": 14400, "n": 1, "crc": 10, "source": f"{d.links}#row=5"},
+        ],
+    ),
+    "join_left": Case(
+        "links",
+        [{"op": "table.join", "params": {"right": "labels", "keys": ["link"], "how": "left"}}],
+        lambda d: [d.row(i, label={"a": "gold", "c": "bad"}.get(LINKS[i]["link"]), rx_right={"a": "x", "c": "y"}.get(LINKS[i]["link"])) for i in range(6)],
+        sources={"labels": "labels"},
+    ),
+    "join_anti": Case(
+        "links",
+        [{"op": "table.join", "params": {"right": "labels", "keys": ["link"], "how": "anti"}}],
+        lambda d: [d.row(i) for i in (3, 4)],
+        sources={"labels": "labels"},
+    ),
+}
+
+
+def _uri(d: Data, name: str) -> dict[str, Any]:
+    return {
+        "links": {"uri": d.links, "format": "parquet"},
+        "json": _text(d.json_lines),
+        "syslog": _text(d.syslog),
+        "casts": {"uri": d.casts, "format": "parquet"},
+        "labels": {"uri": d.labels, "format": "csv"},
+    }[name]
+
+
+def _normal(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _same_value(actual: Any, expected: Any) -> bool:
+    if expected is None or actual is None:
+        return actual is None and expected is None
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual == expected and isinstance(actual, bool) == isinstance(expected, bool)
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return actual == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    return actual == expected
+
+
+def assert_same_rows(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    """Assert equal rows regardless of order (see the module docstring for the tolerances)."""
+    key = lambda r: json.dumps({k: _normal(v) for k, v in sorted(r.items())}, sort_keys=True, default=str)  # noqa: E731
+    actual = sorted(({k: _normal(v) for k, v in r.items()} for r in actual), key=lambda r: (r.get("source") or "", key(r)))
+    expected = sorted(expected, key=lambda r: (r.get("source") or "", key(r)))
+    assert len(actual) == len(expected), f"{len(actual)} rows, expected {len(expected)}: {actual}"
+    assert [sorted(r) for r in actual] == [sorted(r) for r in expected], f"column sets differ: {sorted(actual[0]) if actual else []}"
+    bad = [(a, e) for a, e in zip(actual, expected) if not all(_same_value(a[k], e[k]) for k in e)]
+    assert not bad, f"rows differ (actual, expected): {bad}"
+
+
+def run_case(case: Case, engine: str, tmp_path: pathlib.Path):
+    """Run one case on ``engine``; return (output rows, error records as (source, op, error_type), report)."""
+    data = write_data(tmp_path / "in")
+    sink = tmp_path / "out"
+    doc = {
+        "name": "conformance",
+        "engine": engine,
+        "source": _uri(data, case.source),
+        "sources": {name: _uri(data, kind) for name, kind in case.sources.items()},
+        "steps": case.steps,
+        "sink": {"uri": str(sink), "format": "parquet"},
+    }
+    report = run_pipeline(parse_pipeline(doc), QUIET)
+    manifest = json.loads((sink / "_manifest.json").read_text())
+    rows = [r for f in manifest["files"] for r in pq.read_table(sink / f["path"]).to_pylist()]
+    errors = sorted((r["source"], r["op"], r["error_type"]) for p in (sink / "_errors").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines()))
+    return data, rows, errors, report
+
+
+class EngineContract:
+    """Every table op: the same rows and the same row errors on each engine. Needs an ``engine`` fixture."""
+
+    @pytest.mark.parametrize("name", sorted(CASES), ids=sorted(CASES))
+    def test_table_op_gives_the_expected_rows(self, engine: str, name: str, tmp_path: pathlib.Path):
+        case = CASES[name]
+        data, rows, errors, report = run_case(case, engine, tmp_path)
+        assert report.engine == engine
+        assert_same_rows(rows, case.expected(data))
+        assert errors == sorted(case.errors(data))
+        assert report.rows_errored == len(errors)
+
+    def test_filter_counts_rows_in_out_and_dropped(self, engine: str, tmp_path: pathlib.Path):
+        _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)
+        step = next(s for s in report.steps if s.op == "table.filter_rows")
+        assert (report.rows_in, step.rows_in, step.rows_out, sum(step.drops.values())) == (6, 6, 3, 3)
