@@ -42,7 +42,7 @@ def hand_written(spark, data: pathlib.Path, out: pathlib.Path) -> int:
     def lines(folder: str):
         # Line numbers for lineage: whole files, split natively, numbered by posexplode.
         raw = spark.read.text(f"file://{data / folder}", wholetext=True)
-        parts = raw.select(F.regexp_replace(F.col("_metadata.file_path"), "^file:", "").alias("path"), F.split("value", "\n").alias("l"))
+        parts = raw.select(F.regexp_replace(F.col("_metadata.file_path"), "^file:", "").alias("path"), F.split(F.replace("value", F.lit("\r\n"), F.lit("\n")), "\n").alias("l"))
         exploded = parts.select("path", F.size("l").alias("n"), "l").select("path", "n", F.posexplode_outer("l").alias("pos", "text"))
         exploded = exploded.where(~((F.col("pos") == F.col("n") - 1) & (F.col("text") == ""))).where(~F.col("text").rlike(r"^\s*$"))
         return exploded.select(F.concat("path", F.lit("#line="), (F.col("pos") + 1).cast("string")).alias("source"), "text")

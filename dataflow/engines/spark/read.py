@@ -71,15 +71,15 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict) -> Dat
     """(source, text) per line, numbered as ``bytes.splitlines`` numbers them."""
     if _native(spark, read):
         raw = spark.read.text([_hadoop_path(f, True) for f in files], wholetext=True)
-        # Splitting on one plain character takes Java's fast path; a CR before it is dropped below.
-        parts = raw.select(_our_path(F.col("_metadata.file_path")).alias("__path"), F.split("value", "\n").alias("__lines"))
+        # Splitting on one plain character takes Java's fast path, once CRLF is LF.
+        lf = F.replace(F.col("value"), F.lit("\r\n"), F.lit("\n"))
+        parts = raw.select(_our_path(F.col("_metadata.file_path")).alias("__path"), F.split(lf, "\n").alias("__lines"))
         parts = parts.select("__path", F.size("__lines").alias("__n"), "__lines")
         # posexplode_outer: the plain one makes Spark re-split every file to infer a size filter.
         exploded = parts.select("__path", "__n", F.posexplode_outer("__lines").alias("__pos", "__text"))
         # A file that ends with a newline yields one empty piece after it: not a line.
         exploded = exploded.where(~((F.col("__pos") == F.col("__n") - 1) & (F.col("__text") == "")))
-        text = F.when(F.col("__text").endswith("\r"), F.expr("substring(__text, 1, length(__text) - 1)")).otherwise(F.col("__text"))
-        return exploded.select(F.concat(F.col("__path"), F.lit("#line="), (F.col("__pos") + 1).cast("string")).alias("source"), text.alias("text"))
+        return exploded.select(F.concat(F.col("__path"), F.lit("#line="), (F.col("__pos") + 1).cast("string")).alias("source"), F.col("__text").alias("text"))
     df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage)
     return df.select(F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string")).alias("source"), "text")
 

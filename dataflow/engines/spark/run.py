@@ -33,11 +33,12 @@ _OBSERVATION_WAIT_S = 30.0
 
 @dataclass
 class _Observed:
+    """A node's counters: observed, or (``observation`` None) the next map step's input count."""
+
     index: int
     op: str
     kind: str
-    observation: Observation
-    errors: bool
+    observation: Observation | None
     chain: str
 
 
@@ -58,17 +59,21 @@ class _Builder:
         self.frames = JobFrames(output=None)
         self.tag = uuid.uuid4().hex[:8]
 
-    def finish(self, result: DataFrame | Checked, index: int, op: str, kind: str, chain: str) -> DataFrame:
+    def finish(self, result: DataFrame | Checked, index: int, op: str, kind: str, chain: str, next_is_map: bool) -> DataFrame:
         checked = result if isinstance(result, Checked) else None
         df = checked.df if checked else result
         bad = F.coalesce(F.col(BAD), F.lit(False)) if checked else None
-        if self.observe:
+        if self.observe and (checked or not next_is_map):
             obs = Observation(f"dataflow_{self.tag}_{chain}_{index}")
             metrics = [F.count(F.lit(1)).alias("rows")]
             if checked:
                 metrics.append(F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
             df = df.observe(obs, *metrics)
-            self.frames.observed.append(_Observed(index, op, kind, obs, checked is not None, chain))
+            self.frames.observed.append(_Observed(index, op, kind, obs, chain))
+        elif self.observe:
+            # A map step keeps the row count: the next step's observation counts these rows too,
+            # so no observation here (each one splits Spark's generated code).
+            self.frames.observed.append(_Observed(index, op, kind, None, chain))
         if checked is None:
             return df
         if self.observe:
@@ -82,10 +87,11 @@ class _Builder:
 
     def chain(self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str) -> DataFrame:
         df = read_source(spark, read, files, side, storage)
-        df = self.finish(df, READ_STEP, "read", "read", chain)
-        for step in steps:
+        kinds = [s.kind for s in steps]
+        df = self.finish(df, READ_STEP, "read", "read", chain, next_is_map=kinds[:1] == ["map"])
+        for i, step in enumerate(steps):
             df = LOWERINGS[step.name](df, step, named)
-            df = self.finish(df, step.index, step.name, step.kind, chain)
+            df = self.finish(df, step.index, step.name, step.kind, chain, next_is_map=kinds[i + 1 : i + 2] == ["map"])
         return df
 
 
@@ -113,27 +119,42 @@ def _get(observation: Observation) -> dict[str, Any] | None:
     return box.get("value")
 
 
+def _chain_stats(nodes: list[_Observed], counted_read: bool) -> dict[int, StepStats]:
+    metrics = [_get(n.observation) if n.observation is not None else None for n in nodes]
+    if any(m is None and n.observation is not None for m, n in zip(metrics, nodes)):
+        return {}  # a query that never ran: no counters rather than wrong ones
+    out: list[int] = [0] * len(nodes)
+    for i in reversed(range(len(nodes))):
+        m = metrics[i]
+        if m is not None:
+            out[i] = int(m.get("rows") or 0) - int(m.get("bad") or 0)
+        else:  # the next step is a map: it saw exactly these rows
+            nxt = metrics[i + 1]
+            out[i] = int(nxt.get("rows") or 0) if nxt is not None else out[i + 1]
+    stats: dict[int, StepStats] = {}
+    for i, n in enumerate(nodes):
+        bad = int((metrics[i] or {}).get("bad") or 0)
+        rows_in = out[i - 1] if i else out[i] + bad
+        st = StepStats(rows_in=rows_in, rows_out=out[i], rows_errored=bad)
+        if n.index == READ_STEP:
+            if counted_read:
+                stats[READ_STEP] = st
+            elif bad:
+                stats[NAMED_READ_STEP] = StepStats(rows_errored=bad)
+            continue
+        if n.kind == "filter":
+            st.drops[n.op] = st.rows_in - st.rows_out
+        stats[n.index] = st
+    return stats
+
+
 def _stats(frames: JobFrames) -> dict[int, StepStats]:
     stats: dict[int, StepStats] = {}
-    previous: dict[str, int] = {}
-    for o in frames.observed:
-        metrics = _get(o.observation)
-        if metrics is None:
-            continue
-        rows, bad = int(metrics.get("rows") or 0), int(metrics.get("bad") or 0)
-        out = rows - bad
-        if o.index == READ_STEP:
-            previous[o.chain] = out
-            if o.chain == "main" and frames.counted_read:
-                stats[READ_STEP] = StepStats(rows_in=rows, rows_out=out, rows_errored=bad)
-            elif bad:
-                stats.setdefault(NAMED_READ_STEP, StepStats()).add(StepStats(rows_errored=bad))
-            continue
-        st = StepStats(rows_in=previous.get(o.chain, rows), rows_out=out, rows_errored=bad)
-        if o.kind == "filter":
-            st.drops[o.op] = st.rows_in - st.rows_out
-        stats[o.index] = st
-        previous[o.chain] = out
+    chains = list(dict.fromkeys(o.chain for o in frames.observed))
+    for chain in chains:
+        nodes = [o for o in frames.observed if o.chain == chain]
+        for index, st in _chain_stats(nodes, frames.counted_read and chain == "main").items():
+            stats.setdefault(index, StepStats()).add(st)
     return stats
 
 
@@ -163,13 +184,28 @@ def _native_parquet(df: DataFrame, w, tmp_data: str, run_id: str) -> list[Any]:
     return written
 
 
+def _native_errors(errors: DataFrame, side: SideOutputs, run_id: str) -> None:
+    """Write error records with Spark's JSON writer (one record per line) into the errors side folder."""
+    import os
+
+    staging = posixpath.join(posixpath.dirname(side.errors_dir), f"spark-errors-{run_id[:8]}")
+    errors.write.option("ignoreNullFields", "false").mode("overwrite").json("file://" + staging)
+    os.makedirs(side.errors_dir, exist_ok=True)
+    for i, name in enumerate(sorted(n for n in os.listdir(staging) if n.startswith("part-"))):
+        src = posixpath.join(staging, name)
+        if os.path.getsize(src):
+            os.replace(src, posixpath.join(side.errors_dir, f"spark-{run_id[:8]}-{i:05d}.jsonl"))
+    shutil.rmtree(staging)
+
+
 def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: dict, tmp_data: str, run_id: str) -> list[Any]:
     """Run the job: write its parts and its row errors, then its counters; return the written files.
 
-    Local Parquet is written by Spark itself; other formats and remote sinks by our format
-    writers in ``mapInArrow`` tasks, through the connectors.
+    Local Parquet and local error records are written by Spark itself; other formats and remote
+    sinks by our writers in ``mapInArrow`` tasks, through the connectors.
     """
     from connectors.formats import WrittenFile
+    from connectors.registry import scheme_of
 
     w = job.write
     try:
@@ -183,7 +219,11 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
             errors = frames.errors[0]
             for more in frames.errors[1:]:
                 errors = errors.unionByName(more)
-            errors.mapInArrow(error_writer(asdict(side)), "rows long").collect()
+            if scheme_of(side.uri) == "file":
+                _native_errors(errors, side, run_id)
+            else:
+                parallelism = errors.sparkSession.sparkContext.defaultParallelism
+                errors.coalesce(parallelism).mapInArrow(error_writer(asdict(side)), "rows long").collect()
     finally:
         for df in frames.persisted:
             df.unpersist()

@@ -127,3 +127,14 @@ def test_s3_sources_and_sink_go_through_the_connectors(spark_local, bucket):
         (f"s3://{name}/tele/a.txt#line=1", "a", "north"), (f"s3://{name}/tele/a.txt#line=2", "5", None)]
     errors = [json.loads(line) for p in fs.find(f"{name}/out/_errors") for line in fs.cat(p).decode().splitlines()]
     assert [(e["source"], e["error_type"]) for e in errors] == [(f"s3://{name}/tele/a.txt#line=3", "JSONDecodeError")]
+
+
+def test_cli_run_takes_spark_master_and_joins_the_session(spark_local, tmp_path):
+    pq.write_table(pa.table({"a": [1, 2, 3]}), tmp_path / "a.parquet")
+    pipeline = {"name": "t", "source": {"uri": str(tmp_path / "a.parquet"), "format": "parquet"},
+                "steps": [{"op": "table.filter_rows", "params": {"where": "a >= 2"}}], "sink": {"uri": str(tmp_path / "out")}}
+    (tmp_path / "p.yaml").write_text(json.dumps(pipeline))
+    result = CliRunner().invoke(cli, ["run", str(tmp_path / "p.yaml"), "--spark-master", "local[2]", "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert (report["engine"], report["rows_in"], report["rows_out"]) == ("spark", 3, 2)
