@@ -23,7 +23,7 @@ from dataflow.errors import DataflowError, RunError
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write
 from dataflow.plan.handoff import MixedJob, split_at_handoffs
-from dataflow.plan.rules import DEFAULT_RULES, AssignEngines, FuseAdjacentMaps, InsertHandoffs
+from dataflow.plan.rules import DEFAULT_RULES, AssignEngines
 from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp, sweep_tmp
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
