@@ -128,6 +128,8 @@ def _probe_ray(cluster: RayCluster) -> Capacity:
             if name not in _RAY_BUILTIN and not name.startswith(_RAY_SKIP):
                 idle, tot = custom.get(name, (0.0, 0.0))
                 custom[name] = (idle + float(total_n) - float(used_n), tot + float(total_n))
+    if not nodes:  # the GCS has no load report yet (cluster starting, or between two reports): no figures, not zero
+        return Capacity(cluster.name, "ray", error=f"{cluster.address} reports no nodes yet; probe again in a few seconds")
     total = idle = Amount()
     for n in nodes:
         total, idle = total.plus(n.total), idle.plus(n.idle)

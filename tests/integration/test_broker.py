@@ -194,8 +194,10 @@ def _probe_json(fleet: pathlib.Path) -> dict:
     return json.loads(result.output)
 
 
-def _idle_cpus(fleet: pathlib.Path) -> dict[str, float]:
-    return {c["cluster"]: c["idle"]["cpus"] for c in _probe_json(fleet)["clusters"]}
+def _idle_cpus(fleet: pathlib.Path) -> dict[str, float] | None:
+    """Idle CPUs per cluster, or None while a cluster's probe has no figures (Ray's status report can be briefly empty)."""
+    clusters = _probe_json(fleet)["clusters"]
+    return None if any(c["error"] for c in clusters) else {c["cluster"]: c["idle"]["cpus"] for c in clusters}
 
 
 def _wait_for(what, check, timeout: float = 60):
@@ -239,8 +241,9 @@ def saturated_run(two_clusters, fleet_file, images, tmp_path_factory):
     blocker = client.submit_job(entrypoint="sleep 600", entrypoint_num_cpus=1)
     try:
         table_before = CliRunner().invoke(cli, ["clusters", "--clusters", str(fleet_file)]).output
-        idle = _wait_for("a's CPU to show as taken", lambda: (lambda d: d if d["a"] == 0 else None)(_idle_cpus(fleet_file)))
-        table_busy = CliRunner().invoke(cli, ["clusters", "--clusters", str(fleet_file)]).output
+        idle = _wait_for("a's CPU to show as taken", lambda: (lambda d: d if d and d["a"] == 0 else None)(_idle_cpus(fleet_file)))
+        table_busy = _wait_for("a table with figures for both", lambda: (lambda t: t if "no nodes yet" not in t else None)(
+            CliRunner().invoke(cli, ["clusters", "--clusters", str(fleet_file)]).output))
         out = tmp_path_factory.mktemp("saturated") / "out"
         pipeline = out.parent / "p.yaml"
         pipeline.write_text(PIPELINE.format(src=images, out=out))
@@ -250,7 +253,7 @@ def saturated_run(two_clusters, fleet_file, images, tmp_path_factory):
         wall = time.monotonic() - start
     finally:
         stopped = CliRunner().invoke(cli, ["jobs", "stop", blocker, "--clusters", str(fleet_file)])  # by id; the CLI finds it on a
-    free = _wait_for("a's CPU to be idle again", lambda: (lambda d: d if d["a"] == 1 else None)(_idle_cpus(fleet_file)))
+    free = _wait_for("a's CPU to be idle again", lambda: (lambda d: d if d and d["a"] == 1 else None)(_idle_cpus(fleet_file)))
     return {"result": result, "out": out, "report": report, "idle_busy": idle, "idle_free": free, "table_before": table_before,
             "table_busy": table_busy, "wall": wall,
             "stopped": stopped, "blocker": blocker}
