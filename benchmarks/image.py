@@ -1,14 +1,17 @@
 """Image benchmark: our pipeline (decode -> resize 256 -> phash) against the same work in plain Ray Data.
 
 Runs, in one Ray session, on the same generated 1024x768 JPEGs:
-  ours (draft)    dataflow pipeline; image.decode reads JPEGs at reduced DCT scale (draft_max_side)
+  ours (draft)    the dataflow pipeline as a user writes it; the planner (DraftJpegDecodes) makes
+                  image.decode read the JPEGs at reduced DCT scale because an image.resize follows
   ours (no draft) the same pipeline with auto_draft: false: full decode, as the baselines do
   ray binary      read_binary_files + map_batches(Pillow decode, Lanczos thumbnail, phash)
   ray images      read_images + map_batches(Lanczos resize, phash)
-  daft            (if installed) daft's native decode + resize, phash as a UDF
-and prints each time after engine start, and ratios (baseline time / our time). Targets: >= 1.5x
-with draft, >= 0.95x (<= 1.05x slower) without. ``--ops-only`` times resize+phash in memory on
-CPU and on ``--device`` (for GPU boxes).
+  daft            optional: runs only when Daft is installed (``pip install daft``, not a dataflow
+                  dependency); Daft's native download + decode + resize, phash as a Daft UDF, on
+                  Daft's native (in-process, multithreaded) runner, not on the Ray session
+and prints each time after engine start (every engine warmed up first on 8 other files), and
+ratios (baseline time / our time). Targets: >= 1.5x with draft, >= 0.95x (<= 1.05x slower)
+without. ``--ops-only`` times resize+phash in memory on CPU and on ``--device`` (for GPU boxes).
 
 Usage: python benchmarks/image.py [--images 400] [--workdir DIR] [--json OUT.json] [--ops-only --device cuda]
 """
@@ -69,11 +72,9 @@ def _resize_phash(batch: dict) -> dict:
 def run_ours(folder: pathlib.Path, out: pathlib.Path, draft: bool) -> float:
     from dataflow.dsl.parse import parse_pipeline
     from dataflow.engines.base import RunOptions
-    from dataflow.runner import run_pipeline
+    from dataflow.runner import plan_pipeline, run_pipeline
 
     decode = {"op": "image.decode", "params": {"device": "cpu"} if draft else {"auto_draft": False, "device": "cpu"}}
-    if draft:
-        decode["params"]["draft_max_side"] = SIDE  # what DraftJpegDecodes sets for decode -> resize
     spec = parse_pipeline({
         "name": "bench_image",
         "source": {"uri": str(folder), "format": "image"},
@@ -81,6 +82,9 @@ def run_ours(folder: pathlib.Path, out: pathlib.Path, draft: bool) -> float:
                   {"op": "table.select", "params": {"columns": ["phash", "width", "height"]}}],
         "sink": {"uri": str(out), "format": "parquet", "mode": "overwrite"},
     })
+    _, optimized = plan_pipeline(spec)
+    decode_step = next(s for n in optimized.nodes for s in getattr(n, "steps", (n,)) if getattr(s, "op", None) and s.op.name == "image.decode")
+    assert decode_step.params.draft_max_side == (SIDE if draft else None), decode_step.params  # the planner's choice
     start = time.perf_counter()
     report = run_pipeline(spec, RunOptions(progress=False))
     assert report.rows_out == len(list(folder.glob("*.jpg"))), report
@@ -108,6 +112,8 @@ def run_daft(paths: list[str], out: pathlib.Path) -> float | None:
         import daft
     except ImportError:
         return None
+    if daft.runners.get_or_infer_runner_type() != "native":
+        daft.set_runner_native()  # Daft would otherwise pick the Ray session up and run on it
     from dataflow.ops.image.phash import phash_pixels
 
     @daft.func(return_dtype=daft.DataType.int64())
@@ -119,7 +125,7 @@ def run_daft(paths: list[str], out: pathlib.Path) -> float | None:
     start = time.perf_counter()
     df = daft.from_pydict({"path": paths})
     df = df.with_column("image", F.resize(F.decode_image(F.download(df["path"]), mode="RGB"), SIDE, SIDE * 3 // 4))
-    df.select(phash(df["image"]).alias("phash")).write_parquet(str(out))
+    df.select(phash(df["image"]).alias("phash")).write_parquet(str(out), write_mode="overwrite")
     return time.perf_counter() - start
 
 
@@ -167,8 +173,11 @@ def main() -> int:
         warm = work / "warm"
         if not warm.exists():
             generate_jpegs(warm, 8, seed=1)
-        run_ray_binary(sorted(str(p) for p in warm.glob("*.jpg")), work / "out_warm_ray")  # worker start-up and imports
+        warm_paths = sorted(str(p) for p in warm.glob("*.jpg"))
+        run_ray_binary(warm_paths, work / "out_warm_ray")  # worker start-up and imports
+        run_ray_images(warm_paths, work / "out_warm_images")
         run_ours(warm, work / "out_warm_ours", draft=False)
+        run_daft(warm_paths, work / "out_warm_daft")
         result["ray_binary_s"] = run_ray_binary(paths, work / "out_binary")
         result["ray_images_s"] = run_ray_images(paths, work / "out_images")
         result["ours_draft_s"] = run_ours(folder, work / "out_ours_draft", draft=True)

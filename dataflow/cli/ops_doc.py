@@ -1,14 +1,7 @@
 """Text rendering of the op registry for ``dataflow ops``."""
 from __future__ import annotations
 
-import importlib.util
-
-__all__ = ["describe_op", "list_ops", "missing_requirements"]
-
-
-def missing_requirements(spec) -> list[str]:
-    """Modules an op needs that are not installed."""
-    return [m for m in spec.requires if importlib.util.find_spec(m.split(".")[0]) is None]
+__all__ = ["describe_op", "list_ops"]
 
 
 def _type_name(annotation) -> str:
@@ -19,11 +12,11 @@ def _type_name(annotation) -> str:
 def describe_op(spec) -> str:
     """The full entry of one op: summary, kind, columns, resources, params with docs."""
     inputs, outputs = spec.inputs, spec.outputs
-    lines = [f"{spec.name}  ({spec.kind.value}, {spec.batch_format.value} batches{', stateful' if spec.stateful else ''}{', GPU path' if spec.gpu_target else ''})"]
+    lines = [f"{spec.name}  ({spec.kind.value}, {spec.batch_format.value} batches{', stateful' if spec.stateful else ''}{', GPU path' if spec.gpu_capable else ''})"]
     lines.append(f"  {spec.summary}")
-    missing = missing_requirements(spec)
+    missing, install = spec.missing()
     if missing:
-        lines.append(f"  NOT INSTALLED: needs {', '.join(missing)}; run: pip install 'dataflow[{spec.extra}]'")
+        lines.append(f"  NOT INSTALLED: needs {', '.join(missing)}; run: {install}")
     lines.append(f"  reads: {', '.join(inputs) or '-'}   writes: {', '.join(outputs) or '-'}")
     if spec.resources.as_dict():
         lines.append(f"  resources: {spec.resources.as_dict()}")
@@ -40,7 +33,9 @@ def list_ops(specs) -> str:
     width = max((len(s.name) for s in specs), default=0)
     out = []
     for s in specs:
-        note = f"  [not installed: pip install 'dataflow[{s.extra}]']" if missing_requirements(s) else ""
+        missing, install = s.missing()
+        note = f"  [not installed: {install}]" if missing else ""
+        gpu = " [GPU path]" if s.gpu_capable else ""
         params = ", ".join(s.params.model_fields)
-        out.append(f"{s.name:<{width}}  {s.kind.value:<8} {s.summary}{note}\n{'':<{width}}  params: {params or '-'}")
+        out.append(f"{s.name:<{width}}  {s.kind.value:<8} {s.summary}{gpu}{note}\n{'':<{width}}  params: {params or '-'}")
     return "\n".join(out)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import importlib.util
 import inspect
 import re
 import typing
@@ -12,7 +13,7 @@ import pydantic
 
 from dataflow.errors import OpDefinitionError
 
-__all__ = ["BatchFormat", "Modality", "OpKind", "OpSpec", "Resources", "op"]
+__all__ = ["BatchFormat", "Modality", "Needs", "OpKind", "OpSpec", "Resources", "op"]
 
 _NAME_RE = re.compile(r"^(image|audio|text|table)\.[a-z][a-z0-9_]*$")
 _COLUMN_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -84,6 +85,23 @@ class Resources:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
+@dataclass(frozen=True)
+class Needs:
+    """Modules an op needs only when one of its parameters has a given value.
+
+    Args:
+        param: The parameter, e.g. ``method``.
+        value: The value that needs the modules, e.g. ``silero``.
+        modules: Modules that must import.
+        extra: The pip extra that installs them.
+    """
+
+    param: str
+    value: Any
+    modules: tuple[str, ...]
+    extra: str | None = None
+
+
 def _parse_args_doc(doc: str) -> tuple[str, dict[str, str]]:
     """Split a Google-style docstring into its summary and its ``Args:`` entries."""
     lines = inspect.cleandoc(doc or "").splitlines()
@@ -152,12 +170,38 @@ class OpSpec:
     stateful: bool = False
     extra: str | None = None
     requires: tuple[str, ...] = ()
+    needs: tuple[Needs, ...] = ()
     output_columns: Callable[[frozenset[str] | None, pydantic.BaseModel], frozenset[str] | None] | None = None
     gpu_target: Callable[..., Any] | None = field(default=None, compare=False)
     gpu_resources: Resources | None = None
 
     def __call__(self, batch: Any, **params: Any) -> Any:
         return self.bind(self.params(**params))(batch)
+
+    @property
+    def gpu_capable(self) -> bool:
+        """Whether the op has a GPU path: a ``.gpu()`` variant or a ``device`` parameter."""
+        return self.gpu_target is not None or "device" in self.params.model_fields
+
+    def requirements(self, params: dict[str, Any] | None = None) -> list[tuple[str, str | None]]:
+        """Return (module, pip extra) for every module this op needs with ``params`` (raw values; defaults fill the rest)."""
+        out = [(m, self.extra) for m in self.requires]
+        fields_ = self.params.model_fields
+        for need in self.needs:
+            value = (params or {}).get(need.param, fields_[need.param].default)
+            if value == need.value:
+                out += [(m, need.extra) for m in need.modules]
+        return out
+
+    def missing(self, params: dict[str, Any] | None = None) -> tuple[list[str], str]:
+        """Return the modules needed with ``params`` that do not import here, and the pip line installing them."""
+        absent = [(m, e) for m, e in self.requirements(params) if importlib.util.find_spec(m.split(".")[0]) is None]
+        extras = sorted({e for _, e in absent if e})
+        if not absent:
+            return [], ""
+        if extras:
+            return [m for m, _ in absent], f"pip install 'dataflow[{','.join(extras)}]'"
+        return [m for m, _ in absent], f"pip install {' '.join(m for m, _ in absent)}"
 
     def impl(self, device: str = "cpu") -> Callable[..., Any]:
         """Return the raw function (or class) for ``device`` ("cpu" or "gpu")."""
@@ -217,6 +261,7 @@ def op(
     resources: Resources = Resources(),
     extra: str | None = None,
     requires: tuple[str, ...] = (),
+    needs: tuple[Needs, ...] = (),
     output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
@@ -231,6 +276,7 @@ def op(
         resources: Default resources of one worker.
         extra: The pip extra that installs what the op needs, if any.
         requires: Modules that must import for the op to run (checked at validation).
+        needs: Modules needed only for some parameter values (checked at validation too).
         output_columns: For ops whose output schema depends on params (``table.select``):
             ``(input_columns, params) -> output_columns``.
     """
@@ -259,6 +305,9 @@ def op(
         for n in names:
             if n not in arg_docs:
                 raise OpDefinitionError(f"op '{name}': parameter '{n}' is not documented under 'Args:'")
+        for need in needs:
+            if need.param not in names:
+                raise OpDefinitionError(f"op '{name}': needs names no parameter '{need.param}'")
         for col in (*inputs, *outputs):
             m = _TEMPLATE_RE.match(col)
             if m and m.group(1) not in names:
@@ -284,6 +333,7 @@ def op(
             stateful=stateful,
             extra=extra,
             requires=tuple(requires),
+            needs=tuple(needs),
             output_columns=output_columns,
         )
         register(spec)

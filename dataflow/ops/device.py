@@ -2,7 +2,8 @@
 
 ``auto`` picks CUDA only when a device is visible to this worker and torch is installed, and
 decides that without importing torch when the answer is plainly no (no NVIDIA device node, or
-``CUDA_VISIBLE_DEVICES`` empty, as Ray sets it for tasks that asked for no GPU).
+``CUDA_VISIBLE_DEVICES`` empty, as Ray sets it for tasks that asked for no GPU). Engines pick an
+op's implementation per worker with ``choose_impl``.
 """
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import functools
 import glob
 import importlib.util
 import os
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["Device", "cuda_visible", "resolve_device"]
+__all__ = ["Device", "choose_impl", "cuda_visible", "resolve_device"]
 
 Device = Literal["auto", "cpu", "cuda"]
 
@@ -47,3 +48,24 @@ def resolve_device(device: str, op: str) -> str:
             )
         return "cuda"
     return "cuda" if cuda_visible() else "cpu"
+
+
+def choose_impl(spec, params: dict[str, Any], num_gpus: float | None, cuda_available: bool) -> tuple[str, dict[str, Any]]:
+    """Return the implementation ("cpu" or "gpu") an engine runs for one step, and the params to bind.
+
+    The GPU path is taken for ``device: cuda``, and for ``device: auto`` when the step's stage
+    requests GPUs (``num_gpus > 0``) and this worker sees CUDA; it runs the op's ``.gpu()``
+    variant when it has one (otherwise the op resolves ``device`` itself). Otherwise ``auto``
+    becomes ``cpu``, so a worker that asked for no GPU never takes one.
+
+    Args:
+        spec: The op (an ``OpSpec``).
+        params: The step's validated params, as a dict.
+        num_gpus: GPUs the step's stage requests per worker.
+        cuda_available: Whether this worker sees a CUDA device.
+    """
+    device = params.get("device", "auto")
+    gpu = device == "cuda" or (device == "auto" and bool(num_gpus) and cuda_available)
+    if not gpu and "device" in params and device == "auto":
+        params = {**params, "device": "cpu"}
+    return ("gpu" if gpu and spec.gpu_target is not None else "cpu"), params

@@ -81,3 +81,16 @@ def conv_factory(device: str):
             return net(t).cpu().numpy()
 
     return embed
+
+
+def test_ray_workers_with_a_gpu_run_the_gpu_variants(images):
+    from dataflow.engines.ray.devices import worker_calls
+    from dataflow.runtime.stage import StageExecutor, StepCall
+
+    calls = [StepCall(0, "image.resize", {"max_side": 64}), StepCall(1, "image.phash", {})]
+    batch = dict(_batch(images[:3]), source=np.array(["a", "b", "c"], dtype=object))
+    chosen, impls = worker_calls(calls, num_gpus=0.25)
+    assert impls == ["gpu", "gpu"]
+    gpu, _, _ = StageExecutor(chosen, impls)(dict(batch))
+    cpu, _, _ = StageExecutor(*worker_calls(calls, num_gpus=None))(dict(batch))
+    np.testing.assert_array_equal(gpu["phash"], cpu["phash"])

@@ -40,3 +40,14 @@ def test_text_embed_gpu_equals_cpu(docs):
     gpu = np.stack(TextEmbed.impl()(device="cuda")(dict(batch))["embedding"])
     assert (np.sum(cpu * gpu, axis=1) > 0.9999).all()
     np.testing.assert_allclose(cpu, gpu, atol=2e-3)
+
+
+def test_minhash_key_map_on_a_gpu_worker_gives_the_cpu_buckets(docs):
+    from dataflow.engines.ray.global_ops import _BucketRows
+    from dataflow.runtime.stage import StepCall
+
+    batch = {"text": np.array(docs, dtype=object), "source": np.array([f"s{i:04d}" for i in range(len(docs))], dtype=object)}
+    call = StepCall(0, "text.dedup_minhash", dedup_text_minhash.params().model_dump())
+    gpu, cpu = _BucketRows(call, num_gpus=0.5)(dict(batch)), _BucketRows(call, num_gpus=None)(dict(batch))
+    for column in ("source", "band", "key"):
+        np.testing.assert_array_equal(gpu[column], cpu[column])

@@ -1,12 +1,13 @@
 """Global ops on Ray: distributed lowerings by op name, else the whole dataset in one call.
 
-A distributed lowering is ``fn(ds, call, side) -> ds`` registered in ``RAY_GLOBAL_OPS``. Without
+A distributed lowering is ``fn(ds, stage, side) -> ds`` registered in ``RAY_GLOBAL_OPS``. Without
 one, the rows are gathered at the driver and the op's function runs once over all of them: exact,
 and fine for the data one machine holds.
 
 The dedup ops (``dataflow.ops.dedup.BUCKETINGS``) lower distributed: bucket keys as a map, bucket
 sizes through a hash aggregation, only rows in shared buckets travel to the driver, which finds
-the duplicate groups (connected components) and sends back the sources to drop.
+the duplicate groups (connected components) and sends back the sources to drop. The key map gets
+the step's resources, so ``resources: {num_gpus: ...}`` puts MinHash signatures on GPUs.
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ import numpy as np
 from dataflow.engines.ray.compile import RayGlobal
 from dataflow.engines.ray.session import cluster_cpus
 from dataflow.runtime.batch import concat, length, to_arrow
-from dataflow.runtime.stage import StageExecutor
+from dataflow.runtime.stage import StageExecutor, StepCall
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["RAY_GLOBAL_OPS", "apply_global"]
+__all__ = ["RAY_GLOBAL_OPS", "apply_global", "key_map_kwargs"]
 
 _CHUNK_ROWS = 1024
 _BAND_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: spreads band ids over keys
@@ -36,7 +37,7 @@ def apply_global(ds, stage: RayGlobal, side: SideOutputs):
 
     lowering = RAY_GLOBAL_OPS.get(stage.label)
     if lowering is not None:
-        return lowering(ds, stage.call, side)
+        return lowering(ds, stage, side)
     cols = _gather(ds)
     executor = StageExecutor([stage.call])
     if not cols:
@@ -52,15 +53,21 @@ def apply_global(ds, stage: RayGlobal, side: SideOutputs):
 class _BucketRows:
     """Map: each row's (band, key, value) buckets, with its source."""
 
-    def __init__(self, op: str, params: dict):
-        self.op, self.params = op, params
+    def __init__(self, call: StepCall, num_gpus: float | None):
+        self.call, self.num_gpus = call, num_gpus
+        self._keys = None
 
     def __call__(self, batch: dict) -> dict:
-        from dataflow.ops.dedup import BUCKETINGS
-        from dataflow.ops.registry import get_op
+        if self._keys is None:
+            from dataflow.engines.ray.devices import worker_calls
+            from dataflow.ops.dedup import BUCKETINGS
+            from dataflow.ops.registry import get_op
 
-        spec = get_op(self.op)
-        buckets = BUCKETINGS[spec.name](spec.params(**self.params)).keys(batch)
+            # Here, in the worker: ``device: auto`` resolves against the GPUs Ray gave this task.
+            (call,), _ = worker_calls([self.call], self.num_gpus)
+            spec = get_op(call.op)
+            self._keys = BUCKETINGS[spec.name](spec.params(**call.params)).keys
+        buckets = self._keys(batch)
         return {"source": np.asarray(batch["source"], dtype=object)[buckets.row], "band": buckets.band, "key": buckets.key, "value": buckets.value}
 
 
@@ -125,17 +132,30 @@ def _sources_to_drop(candidates: dict[str, np.ndarray], match) -> set:
     return set(nodes[labels != np.arange(len(nodes))].tolist())
 
 
-def _bucket_dedup(ds, call, side: SideOutputs):
+def key_map_kwargs(stage: RayGlobal) -> dict[str, Any]:
+    """``map_batches`` arguments of a dedup's key map: the step's CPUs, GPUs and batch size per task."""
+    kwargs: dict[str, Any] = {"batch_format": "numpy", "zero_copy_batch": False}
+    if stage.num_cpus is not None:
+        kwargs["num_cpus"] = stage.num_cpus
+    if stage.num_gpus:
+        kwargs["num_gpus"] = stage.num_gpus
+    if stage.batch_size:
+        kwargs["batch_size"] = stage.batch_size  # Ray Data requires one with GPUs
+    return kwargs
+
+
+def _bucket_dedup(ds, stage: RayGlobal, side: SideOutputs):
     """Distributed lowering of a dedup op declared with a ``Bucketing``."""
     from dataflow.ops.dedup import BUCKETINGS
     from dataflow.ops.registry import get_op
 
+    call = stage.call
     spec = get_op(call.op)
     bucketing = BUCKETINGS[spec.name](spec.params(**call.params))
     ds = ds.materialize()  # read and upstream steps run once for the two passes below
     if ds.count() == 0:
         return ds
-    keys = ds.map_batches(_BucketRows(call.op, call.params), batch_format="numpy", zero_copy_batch=False).materialize()
+    keys = ds.map_batches(_BucketRows(call, stage.num_gpus), **key_map_kwargs(stage)).materialize()
     drop: set = set()
     if keys.count():
         partitions = max(1, min(keys.num_blocks(), int(cluster_cpus()) * 2))

@@ -8,7 +8,7 @@ import numpy as np
 
 from dataflow.errors import RowError
 from dataflow.ops.audio.energy import frame_db
-from dataflow.ops.declare import op
+from dataflow.ops.declare import Needs, op
 
 __all__ = ["energy_regions", "segment_audio_vad", "shape_segments"]
 
@@ -75,6 +75,7 @@ def shape_segments(
     outputs=("{column}", "duration", "start", "end", "segment"),
     kind="flat_map",
     batch_format="row",
+    needs=(Needs("method", "silero", ("silero_vad", "torch"), extra="vad"),),
 )
 def segment_audio_vad(
     row: dict,

@@ -1,7 +1,9 @@
 """Decode encoded image bytes into pixel arrays."""
 from __future__ import annotations
 
+import contextlib
 import io
+import threading
 import warnings
 
 import numpy as np
@@ -15,7 +17,27 @@ from dataflow.ops.image.resize import fit_within
 _SIXTEEN_BIT = {"I;16", "I;16B", "I;16L", "I;16N"}
 _ROTATED = {5, 6, 7, 8}  # EXIF orientations that swap width and height
 _ORIENTATION_TAG = 0x0112
-_BAD_IMAGE = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError, Image.DecompressionBombWarning)
+_BAD_IMAGE = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
+_PILLOW_LIMIT = threading.Lock()
+
+
+@contextlib.contextmanager
+def _pixel_limit(max_pixels: int):
+    """Let Pillow open images up to ``max_pixels`` when that is above its own ``Image.MAX_IMAGE_PIXELS``.
+
+    Pillow checks its module-wide limit while opening and while seeking frames, so a higher limit
+    is set for the whole decode, under a lock, and restored after. Pillow still refuses images
+    above twice the limit in force before ``max_pixels`` is checked (a row error either way).
+    """
+    if Image.MAX_IMAGE_PIXELS is None or max_pixels <= Image.MAX_IMAGE_PIXELS:
+        yield
+        return
+    with _PILLOW_LIMIT:
+        saved, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, max_pixels
+        try:
+            yield
+        finally:
+            Image.MAX_IMAGE_PIXELS = saved
 
 
 def _to_mode(im: Image.Image, mode: str) -> Image.Image:
@@ -41,8 +63,9 @@ def _draft(im: Image.Image, max_side: int) -> None:
 
 
 def _decode_cpu(data: bytes, mode: str, max_pixels: int, draft_max_side: int | None) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", Image.DecompressionBombWarning)
+    with warnings.catch_warnings(), _pixel_limit(max_pixels):
+        # Our own max_pixels check below speaks for sizes between Pillow's warning and error limits.
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         with Image.open(io.BytesIO(data)) as im:
             if im.width * im.height > max_pixels:
                 raise RowError(f"image of {im.width}x{im.height} pixels exceeds max_pixels={max_pixels}")
@@ -60,7 +83,7 @@ def _decode_cuda(data: bytes, mode: str, max_pixels: int) -> np.ndarray | None:
 
     if mode not in ("RGB", "L") or importlib.util.find_spec("torchvision") is None:
         return None
-    with Image.open(io.BytesIO(data)) as im:  # reads the header only
+    with _pixel_limit(max_pixels), Image.open(io.BytesIO(data)) as im:  # reads the header only
         if im.format != "JPEG" or im.mode not in ("RGB", "L"):
             return None
         if im.width * im.height > max_pixels:
@@ -105,7 +128,8 @@ def decode_image(
         column: Column holding the encoded bytes.
         output: Column to write the decoded array to.
         mode: Pillow mode to convert to (RGB, RGBA, L, ...).
-        max_pixels: Largest width*height accepted (guards against decompression bombs).
+        max_pixels: Largest width*height accepted (guards against decompression bombs); may be
+            set above Pillow's own ``Image.MAX_IMAGE_PIXELS``.
         draft_max_side: JPEG only: decode at the smallest DCT scale (1/2, 1/4 or 1/8) whose longer
             side still reaches this many pixels, much faster than a full decode before a resize.
             The planner sets it from a directly following ``image.resize`` when ``auto_draft`` is on.

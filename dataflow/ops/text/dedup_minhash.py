@@ -25,9 +25,10 @@ def bands_rows(params) -> tuple[int, int]:
 @register_bucketing("text.dedup_minhash")
 def _bucketing(params) -> Bucketing:
     bands, rows = bands_rows(params)
-    device = resolve_device(params.device, "text.dedup_minhash")
 
     def keys(cols: dict) -> Buckets:
+        # Resolved where the keys are computed (a worker), not where the bucketing is built.
+        device = resolve_device(params.device, "text.dedup_minhash")
         sig = minhash_signatures(cols[params.column], ngram=params.ngram, num_perm=params.num_perm, seed=params.seed, lowercase=params.lowercase, device=device)
         has_words = np.flatnonzero(sig[:, 0] != EMPTY) if len(sig) else np.empty(0, dtype=np.int64)
         keys_ = band_keys(sig[has_words], bands, rows)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dataflow.errors import OpDefinitionError, UnknownOpError
-from dataflow.ops import Resources, get_op, op
+from dataflow.ops import Needs, Resources, get_op, op
 
 
 def _declare(name="text.upper_case", **kw):
@@ -121,3 +121,28 @@ def test_module_function_reference_resolves_an_op():
     with pytest.raises(UnknownOpError) as info:
         get_op("image.resise")
     assert info.value.suggestions[0] == "image.resize"
+
+
+def test_needs_must_name_a_param_and_adds_modules_for_its_value():
+    with pytest.raises(OpDefinitionError, match="needs names no parameter 'mode'"):
+
+        @op(name="text.needs_bad", modality="text", inputs=("text",), outputs=("text",), needs=(Needs("mode", "fast", ("fastlib",)),))
+        def _bad(batch: dict, *, method: str = "slow") -> dict:
+            """Bad.
+
+            Args:
+                method: How.
+            """
+            return batch
+
+    @op(name="text.needs_some", modality="text", inputs=("text",), outputs=("text",), needs=(Needs("method", "fast", ("dataflow_absent_fastlib",), "fast"),))
+    def _some(batch: dict, *, method: str = "slow") -> dict:
+        """Some.
+
+        Args:
+            method: How.
+        """
+        return batch
+
+    assert _some.missing() == ([], "")
+    assert _some.missing({"method": "fast"}) == (["dataflow_absent_fastlib"], "pip install 'dataflow[fast]'")

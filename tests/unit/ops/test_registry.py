@@ -60,3 +60,14 @@ def test_missing_requirement_is_a_spec_issue_with_the_install_line():
     assert "needs dataflow_no_such_module" in issue.message
     assert issue.hint == "run: pip install 'dataflow[nowhere]'"
     assert "not installed: pip install 'dataflow[nowhere]'" in CliRunner().invoke(cli, ["ops"]).output
+
+
+GPU_OPS = {"image.decode", "image.resize", "image.phash", "image.embed", "image.filter_nsfw", "text.embed", "text.dedup_minhash"}
+
+
+def test_dataflow_ops_marks_every_op_with_a_gpu_path():
+    listing = CliRunner().invoke(cli, ["ops"]).output.splitlines()
+    marked = {ln.split()[0] for ln in listing if "[GPU path]" in ln}
+    assert marked == GPU_OPS
+    for name in sorted(GPU_OPS):
+        assert "GPU path" in CliRunner().invoke(cli, ["ops", name]).output.splitlines()[0], name

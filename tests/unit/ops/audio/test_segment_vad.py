@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dataflow.errors import RowError
+from dataflow.dsl.parse import parse_pipeline
+from dataflow.errors import PipelineSpecError, RowError
 from dataflow.ops.audio.decode import decode_audio
 from dataflow.ops.audio.segment_vad import segment_audio_vad, shape_segments
 from examples.generate_audio import encode, speech_clip
@@ -52,3 +53,30 @@ def test_silero_method_runs_offline_on_44k_input():
     segments = segment_audio_vad(_row(2, rate=44100), method="silero")
     # synthetic harmonics are not speech to Silero; whatever it finds must lie inside the clip
     assert all(0 <= s["start"] < s["end"] <= 5.5 and s["audio"].shape[1] == 2 for s in segments)
+
+
+def _vad_pipeline(params: dict) -> dict:
+    return {
+        "name": "vad",
+        "source": {"uri": "./clips", "format": "audio"},
+        "steps": [{"op": "audio.decode"}, {"op": "audio.segment_vad", "params": params}],
+        "sink": {"uri": "./out", "format": "parquet"},
+    }
+
+
+def test_silero_without_its_packages_fails_validation_with_the_install_line(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("silero_vad", "torch") else real(name, *a))
+    with pytest.raises(PipelineSpecError) as info:
+        parse_pipeline(_vad_pipeline({"method": "silero"}))
+    issue = info.value.issues[0]
+    assert issue.key == "steps[1].op" and "needs silero_vad, torch" in issue.message
+    assert issue.hint == "run: pip install 'dataflow[vad]'"
+    assert parse_pipeline(_vad_pipeline({"method": "energy"})).steps[1].params == {"method": "energy"}  # the default needs neither
+
+
+@pytest.mark.parametrize("params, modules", [({}, []), ({"method": "energy"}, []), ({"method": "silero"}, ["silero_vad", "torch"])], ids=["default", "energy", "silero"])
+def test_silero_requirement_follows_the_method_param(params, modules):
+    assert segment_audio_vad.requirements(params) == [(m, "vad") for m in modules]

@@ -9,6 +9,7 @@ from dataflow.ops.audio.filter_duration import filter_audio_duration
 from dataflow.ops.audio.filter_loudness import filter_audio_loudness
 from dataflow.ops.audio.resample import resample_audio
 from dataflow.ops.audio.to_mono import to_mono_audio
+from examples.generate_audio import encode
 from tests.unit.ops.audio.conftest import audio_batch, tone
 
 
@@ -50,3 +51,51 @@ def test_filter_loudness_reasons():
     keep, reasons = filter_audio_loudness(batch, min_dbfs=-40, max_dbfs=-1, max_silence_ratio=0.8)
     assert list(keep) == [True, False, False, False]
     assert list(reasons[1:]) == ["audio.filter_loudness:min_dbfs", "audio.filter_loudness:max_dbfs", "audio.filter_loudness:max_silence_ratio"]
+
+
+def _decoded(*clips: tuple[np.ndarray, int, str]) -> dict:
+    """Encode each (samples, rate, format) clip as a real file, decode it, and batch the results."""
+    rows = [decode_audio({"bytes": encode(np.clip(s, -1.0, 1.0), rate, fmt)}) for s, rate, fmt in clips]
+    batch = audio_batch(*[(r["audio"], r["sample_rate"]) for r in rows])
+    batch["duration"] = np.array([r["duration"] for r in rows])
+    return batch
+
+
+def test_to_mono_on_decoded_wav_and_flac(encoded_clips):
+    rows = [decode_audio({"bytes": encoded_clips[f]}) for f in ("wav", "flac")]
+    out = to_mono_audio(audio_batch(*[(r["audio"], r["sample_rate"]) for r in rows]))
+    assert [m.shape[1] for m in out["audio"]] == [1, 1]
+    np.testing.assert_allclose(out["audio"][0], out["audio"][1], atol=1e-4)  # both 16-bit PCM of one clip
+    with pytest.raises(Exception, match="column"):
+        to_mono_audio.params(column=["audio"])
+
+
+def test_filter_duration_on_decoded_files():
+    batch = _decoded((tone(0.3, 16000), 16000, "WAV"), (tone(2.0, 44100), 44100, "FLAC"), (tone(5.0, 22050), 22050, "WAV"))
+    assert np.allclose(batch["duration"], [0.3, 2.0, 5.0])
+    keep, reasons = filter_audio_duration(batch, min_seconds=1.0, max_seconds=4.0)
+    assert list(reasons) == ["audio.filter_duration:min_seconds", "", "audio.filter_duration:max_seconds"]
+    with pytest.raises(Exception, match="max_seconds"):
+        filter_audio_duration.params(max_seconds="long")
+
+
+def test_filter_loudness_on_decoded_files():
+    rate = 16000
+    mostly_silent = np.concatenate([tone(0.2, rate, 0.5), np.zeros((int(1.8 * rate), 1), np.float32)])
+    batch = _decoded((tone(1, rate, 0.3), rate, "FLAC"), (tone(1, rate, 0.002), rate, "WAV"), (tone(1, rate, 3.0), rate, "FLAC"), (mostly_silent, rate, "WAV"))
+    keep, reasons = filter_audio_loudness(batch)
+    assert list(reasons) == ["", "audio.filter_loudness:min_dbfs", "audio.filter_loudness:max_dbfs", "audio.filter_loudness:max_silence_ratio"]
+    with pytest.raises(Exception, match="min_dbfs"):
+        filter_audio_loudness.params(min_dbfs="quiet")
+
+
+def test_resample_decoded_flac_to_16k_and_a_bad_rate(encoded_clips):
+    pytest.importorskip("soxr")
+    row = decode_audio({"bytes": encoded_clips["flac"]})
+    out = resample_audio(audio_batch((row["audio"], row["sample_rate"])), sample_rate=16000)
+    frames = out["audio"][0].shape[0]
+    assert out["sample_rate"][0] == 16000 and out["audio"][0].shape[1] == 2
+    assert abs(frames - round(row["audio"].shape[0] * 16000 / 44100)) <= 1
+    assert abs(out["duration"][0] - row["duration"]) < 1e-3
+    with pytest.raises(ValueError, match="sample_rate must be positive"):
+        resample_audio(audio_batch((row["audio"], row["sample_rate"])), sample_rate=0)

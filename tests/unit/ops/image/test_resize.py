@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dataflow.ops.image.resize import _resize_pillow, resize_image, target_size
-from tests.unit.ops.image.conftest import batch_of
+from tests.unit.ops.image.conftest import batch_of, decoded
 
 
 def test_resize_caps_longer_side_and_keeps_aspect(rgb):
@@ -52,3 +52,18 @@ def test_torch_path_equals_pillow_within_one(shape, target):
     assert got.shape == ref.shape
     diff = np.abs(got.astype(int) - ref)
     assert diff.max() <= 1 and (diff == 0).mean() > 0.99
+
+
+@pytest.mark.parametrize("name, channels", [("jpeg", 3), ("png", 3), ("grey_jpeg", 1), ("rgba", 4)], ids=str)
+def test_resize_decoded_files_keeps_aspect_and_channels(formats, name, channels):
+    mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
+    px = decoded(formats[name], mode=mode)
+    out = resize_image(batch_of(px), max_side=48, device="cpu")
+    assert out["image"][0].shape == (32, 48, channels) and out["image"][0].dtype == np.uint8
+    np.testing.assert_array_equal(out["image"][0], _resize_pillow(px, 48, 32))
+    assert (int(out["width"][0]), int(out["height"][0])) == (48, 32)
+
+
+def test_resize_rejects_a_non_integer_size():
+    with pytest.raises(Exception, match="size"):
+        resize_image.params(size="half")

