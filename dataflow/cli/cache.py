@@ -82,7 +82,13 @@ def cache() -> None:
 @debug_option
 @handle_errors
 def stats(cache_dir, pipeline_path):
-    """Print the entries, bytes and size bound of the cache directory."""
+    """Print the entries, bytes and size bound of the cache directory.
+
+    \b
+    Examples:
+      dataflow cache stats --cache-dir /mnt/nvme/dataflow
+      dataflow cache stats --pipeline pipelines/thumbnails.yaml
+    """
     from connectors.registry import cache_store
 
     st = cache_store(_config(cache_dir, _spec(pipeline_path))).stats()
@@ -106,7 +112,12 @@ def stats(cache_dir, pipeline_path):
 @debug_option
 @handle_errors
 def clear(cache_dir, pipeline_path):
-    """Delete every cache entry that no process is reading."""
+    """Delete every cache entry that no process is reading.
+
+    \b
+    Examples:
+      dataflow cache clear --cache-dir /mnt/nvme/dataflow
+    """
     from connectors.registry import cache_store
 
     store = cache_store(_config(cache_dir, _spec(pipeline_path)))
@@ -126,7 +137,13 @@ def clear(cache_dir, pipeline_path):
 @debug_option
 @handle_errors
 def warm(uris, cache_dir, pipeline_path, max_bytes, fmt, pairs, jobs):
-    """Fetch URIS (or the --pipeline's source) into the cache, e.g. before a window of borrowed GPUs opens."""
+    """Fetch URIS (or the --pipeline's source) into the cache, e.g. before a window of borrowed GPUs opens.
+
+    \b
+    Examples:
+      dataflow cache warm s3://bucket/images/ --cache-dir /mnt/nvme/dataflow
+      dataflow cache warm --pipeline pipelines/thumbnails.yaml
+    """
     from connectors.registry import warm_cache
 
     spec = _spec(pipeline_path)

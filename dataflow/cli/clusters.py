@@ -219,7 +219,13 @@ def _when(ts) -> str:
 @debug_option
 @handle_errors
 def jobs_list(clusters_file, only, everything):
-    """List jobs on every Ray cluster of the fleet, newest first."""
+    """List jobs on every Ray cluster of the fleet, newest first.
+
+    \b
+    Examples:
+      dataflow jobs list --clusters clusters.yaml
+      dataflow jobs list --cluster train-a --all
+    """
     from dataflow.broker.jobs import list_jobs
 
     records, failed = list_jobs(_fleet(clusters_file), everything=everything, only=only)
@@ -262,7 +268,12 @@ def jobs_status(job_id, clusters_file, as_json):
 @debug_option
 @handle_errors
 def jobs_logs(job_id, clusters_file, follow):
-    """Print the log of JOB_ID (its driver's output), wherever it runs."""
+    """Print the log of JOB_ID (its driver's output), wherever it runs.
+
+    \b
+    Examples:
+      dataflow jobs logs dataflow-thumbnails-1a2b3c4d --follow
+    """
     from dataflow.broker.jobs import find_job, job_client, tail_logs
 
     cluster, _ = find_job(_fleet(clusters_file), job_id)
@@ -279,7 +290,12 @@ def jobs_logs(job_id, clusters_file, follow):
 @debug_option
 @handle_errors
 def jobs_stop(job_id, clusters_file, grace):
-    """Stop JOB_ID (SIGTERM, then SIGKILL after its grace); a later 'dataflow run' of the pipeline resumes it."""
+    """Stop JOB_ID (SIGTERM, then SIGKILL after its grace); a later 'dataflow run' of the pipeline resumes it.
+
+    \b
+    Examples:
+      dataflow jobs stop dataflow-thumbnails-1a2b3c4d --grace 60
+    """
     from dataflow.broker.jobs import TERMINAL, find_job, stop_job
 
     cluster, record = find_job(_fleet(clusters_file), job_id)

@@ -73,7 +73,14 @@ def k8s() -> None:
 @click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True, help="Output format.")
 @handle_errors
 def render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards, output):
-    """Print PIPELINE's objects (validated against the CRD schemas), ready for kubectl apply -f -."""
+    """Print PIPELINE's objects (validated against the CRD schemas), ready for kubectl apply -f -.
+
+    \b
+    Examples:
+      dataflow k8s render pipelines/thumbnails.yaml | kubectl apply -f -
+      dataflow k8s render p.yaml --queue ai-data --profile borrow -o json
+      dataflow k8s render p.yaml --target job --shards 64
+    """
     rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
     click.echo(rendered.to_yaml() if output == "yaml" else rendered.to_json(), nl=output == "json")
 
@@ -88,6 +95,11 @@ def submit(pipeline, cluster_config, namespace, image, queue, priority_class, pr
     """Create PIPELINE's objects in the cluster (exit 1 if the API server refuses one or a waited-for job fails).
 
     With --target job the commit Job is created suspended; --wait resumes it once every shard has succeeded.
+
+    \b
+    Examples:
+      dataflow k8s submit pipelines/thumbnails.yaml --cluster-config k8s.yaml --dry-run
+      dataflow k8s submit p.yaml --context prod-b --wait 3600
     """
     from dataflow.k8s.submit import kube_client, submit as submit_objects, wait
 
@@ -109,6 +121,11 @@ def status(pipeline, cluster_config, namespace, image, queue, priority_class, pr
     """Print the status of PIPELINE's jobs (RayJob jobDeploymentStatus, SparkApplication state, Job conditions).
 
     With --watch on --target job, the watch ends when only the suspended commit Job is left.
+
+    \b
+    Examples:
+      dataflow k8s status pipelines/thumbnails.yaml --cluster-config k8s.yaml
+      dataflow k8s status p.yaml --target job --shards 64 --watch 3600
     """
     from dataflow.k8s.submit import job_states, kube_client, wait
 

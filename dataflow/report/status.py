@@ -3,7 +3,7 @@
 On a terminal the line is redrawn in place; elsewhere (CI logs, ``kubectl logs``) a new line is
 printed at most every ``interval`` seconds, so logs stay short. The Spark engine polls
 ``SparkContext.statusTracker()`` and calls ``StatusLine.update(done, total)`` with the finished
-and total tasks of the active stages.
+and total tasks of the run's stages (``dataflow.engines.spark.progress``).
 
 Examples:
     >>> import io
@@ -39,21 +39,29 @@ class StatusLine:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.start = clock()
         self._last: float | None = None
+        self._shown: tuple[int, int] | None = None
 
     def text(self, done: int, total: int) -> str:
         pct = f" ({done / total:.0%})" if total else ""
         return f"dataflow: {self.what} {done}/{total} {self.unit}{pct}, {self.clock() - self.start:.0f}s"
 
-    def update(self, done: int, total: int) -> None:
-        """Report ``done`` of ``total``; printed now on a terminal, else when ``interval`` has passed."""
+    def update(self, done: int, total: int, force: bool = False) -> None:
+        """Report ``done`` of ``total``; printed now on a terminal, else when ``interval`` has passed.
+
+        Args:
+            done: Units finished.
+            total: Units known so far.
+            force: Print off a terminal even within ``interval`` (the final count), unless the last
+                line printed already says ``done/total``.
+        """
         now = self.clock()
         if self.tty:
             self.stream.write("\r\x1b[2K" + self.text(done, total))
-        elif self._last is None or now - self._last >= self.interval:
+        elif (force and self._shown != (done, total)) or self._last is None or now - self._last >= self.interval:
             self.stream.write(self.text(done, total) + "\n")
         else:
             return
-        self._last = now
+        self._last, self._shown = now, (done, total)
         self.stream.flush()
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import secrets
 import shutil
 import socket
@@ -322,6 +323,11 @@ def test_window_closing_mid_run_moves_the_job_and_output_equals_a_clean_run(two_
     assert [(m["from_cluster"], m["to_cluster"]) for m in moves] == [("a", "b")], moves
     assert moves[0]["reason"].startswith("window closed") and moves[0]["stopped_status"] == "STOPPED"
     assert [(j["cluster"], j["status"]) for j in jobs] == [("a", "STOPPED"), ("b", "SUCCEEDED")]
+    # What the CLI said on stderr: where it submitted, why it gave a back, and the job logs it streamed.
+    assert f"dataflow: submitted on 'a' as job {jobs[0]['job_id']}" in stderr
+    assert "dataflow: giving 'a' back (window closed" in stderr and f"stopping job {jobs[0]['job_id']}" in stderr
+    assert f"dataflow: resumed on 'b' as job {jobs[1]['job_id']}" in stderr
+    assert re.search(r"^dataflow: resuming: \d+ of 24 shards already committed$", stderr, re.M), stderr[-3000:]  # streamed from b's job log
     assert _digest(out) == clean  # complete and duplicate-free: equal to the uninterrupted run
     assert not markers.exists() and (out / "_SUCCESS").exists()
     logs = CliRunner().invoke(cli, ["jobs", "logs", jobs[1]["job_id"], "--clusters", str(fleet)])

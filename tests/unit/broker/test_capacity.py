@@ -12,10 +12,13 @@ quotas, taints/tolerations and Volcano's reclaim are therefore not exercised her
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dataflow.broker.capacity import Amount, probe
 from dataflow.broker.clusters import KubernetesCluster, RayCluster
+from tests.unit.broker.replay_server import RECORDED
 
 GIB = 2**30
 
@@ -50,6 +53,16 @@ def test_ray_probe_failures_are_reasons_not_exceptions(replay, tmp_path):
     gone = probe(RayCluster(name="b", kind="ray", address="http://127.0.0.1:9"))
     assert gone.error.startswith("unreachable at http://127.0.0.1:9")
 
+
+
+def test_ray_probe_of_a_starting_cluster_says_no_nodes_yet_rather_than_zero(replay, tmp_path):
+    """The recorded status with ``usageByNode`` emptied: what the GCS answers before its first load report."""
+    body = json.loads((RECORDED / "ray_cluster_status_1cpu.json").read_text())
+    body["data"]["clusterStatus"]["loadMetricsReport"]["usageByNode"] = {}
+    replay.routes["/api/cluster_status"] = (200, body)
+    cap = probe(_ray(replay.url, tmp_path))
+    assert cap.error == f"{replay.url} reports no nodes yet; probe again in a few seconds"
+    assert cap.total == Amount() and cap.idle == Amount() and cap.nodes == ()
 
 @pytest.fixture
 def kube(replay, tmp_path):

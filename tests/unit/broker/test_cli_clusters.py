@@ -4,6 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from dataflow.broker.jobs import JobSubmission, entrypoint
@@ -100,3 +101,58 @@ def test_broker_modules_never_load_ray_data_or_pyspark():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+FITTING = """\
+clusters:
+  - name: train-a
+    kind: ray
+    address: http://127.0.0.1:9
+watch: {poll_seconds: 0.01, grace_seconds: 1, cooldown_seconds: 1}
+"""
+
+
+def _capacity(idle_cpus: float):
+    from dataflow.broker.capacity import Amount, Capacity, NodeCapacity
+
+    total, idle = Amount(2.0, 0.0, 4e9), Amount(idle_cpus, 0.0, 4e9)
+    return {"train-a": Capacity("train-a", "ray", total=total, idle=idle, nodes=(NodeCapacity("n1", total, idle),))}
+
+
+def test_wait_probes_again_until_a_cluster_fits_then_submits_there(tmp_path, monkeypatch):
+    """Probes are replayed (busy, busy, then free); the submission is recorded instead of sent to a cluster."""
+    import dataflow.broker.remote_run as remote_run
+    from dataflow.errors import RunError
+
+    fleet = tmp_path / "clusters.yaml"
+    fleet.write_text(FITTING)
+    probes = iter([_capacity(0.0), _capacity(0.0), _capacity(2.0)])
+    submitted = []
+
+    def submit(cluster, sub):
+        submitted.append((cluster.name, sub.max_cpus))
+        raise RunError(f"cluster '{cluster.name}' refused job (recorded)")
+
+    monkeypatch.setattr(remote_run, "probe_all", lambda _fleet: next(probes))
+    monkeypatch.setattr(remote_run, "submit_job", submit)
+    result = CliRunner().invoke(cli, ["run", str(_pipeline(tmp_path)), "--cluster", "auto", "--clusters", str(fleet), "--wait"])
+    assert result.exit_code == 1, result.output
+    assert result.output.count("dataflow: waiting for capacity (checking every 0.01 s)") == 1  # the same reasons are said once
+    assert "train-a  no      needs 1 CPU for one worker, lends 0" in result.output
+    assert submitted == [("train-a", 2.0)] and next(probes, None) is None
+    assert "error: cluster 'train-a' refused job (recorded)" in result.output
+
+
+def test_explain_prints_the_chosen_cluster_and_exits_0_without_submitting(tmp_path, monkeypatch):
+    import dataflow.broker.capacity as capacity
+    import dataflow.broker.remote_run as remote_run
+
+    fleet = tmp_path / "clusters.yaml"
+    fleet.write_text(FITTING)
+    monkeypatch.setattr(capacity, "probe_all", lambda _fleet: _capacity(2.0))
+    monkeypatch.setattr(remote_run, "submit_job", lambda *a: pytest.fail("--explain submitted a job"))
+    result = CliRunner().invoke(cli, ["run", str(_pipeline(tmp_path)), "--cluster", "auto", "--clusters", str(fleet), "--explain"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("placement of 'p' (")
+    assert "train-a  chosen  fits: lends 2 CPU" in result.output and "chosen: priority 0" in result.output
+    assert not (tmp_path / "out").exists()

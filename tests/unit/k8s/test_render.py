@@ -30,11 +30,43 @@ def _pods(rayjob: dict) -> list[dict]:
     return [cluster["headGroupSpec"]["template"], *(g["template"] for g in cluster["workerGroupSpecs"])]
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "pipelines").glob("*.yaml")), ids=lambda p: p.name)
-def test_every_shipped_pipeline_renders_valid_objects(path):
-    rendered = render(str(path))
-    assert [o["kind"] for o in rendered.objects][0] == "ConfigMap"
-    assert rendered.jobs and all(schema_errors(o) == [] for o in rendered.jobs)
+#: The job kind the planner's engine gives each shipped pipeline (auto: media -> Ray, tables -> Spark).
+SHIPPED_KINDS = {
+    "audio_curation.yaml": "RayJob",
+    "image_curation.yaml": "RayJob",
+    "optical_module_faults.yaml": "SparkApplication",
+    "text_curation.yaml": "RayJob",
+    "thumbnails.yaml": "RayJob",
+}
+BORROW = {"volcano.queue": "lent", "volcano.profile": "borrow"}
+
+
+def test_every_shipped_pipeline_has_an_expected_kind():
+    assert sorted(p.name for p in (ROOT / "pipelines").glob("*.yaml")) == sorted(SHIPPED_KINDS)
+
+
+@pytest.mark.parametrize("overrides", [{}, BORROW], ids=["default", "borrow-volcano"])
+@pytest.mark.parametrize("name", sorted(SHIPPED_KINDS))
+def test_every_shipped_pipeline_renders_valid_objects_of_its_engines_kind(name, overrides):
+    rendered = render(str(ROOT / "pipelines" / name), **overrides)
+    assert [o["kind"] for o in rendered.objects] == ["ConfigMap", SHIPPED_KINDS[name]]
+    assert all(schema_errors(o) == [] for o in rendered.jobs)
+    (only,) = rendered.jobs
+    if only["kind"] == "RayJob":
+        labels = only["metadata"]["labels"]
+        assert (labels.get("volcano.sh/queue-name"), labels.get("ray.io/priority-class-name")) == (
+            ("lent", "dataflow-borrow") if overrides else (None, None)
+        )
+        assert "activeDeadlineSeconds" not in only["spec"]  # no wall-clock limit unless configured
+    else:
+        assert only["spec"].get("batchSchedulerOptions") == ({"queue": "lent", "priorityClassName": "dataflow-borrow"} if overrides else None)
+
+
+def test_rayjob_active_deadline_comes_from_the_config(tmp_path):
+    rayjob = job(render(THUMBNAILS, "ray: {active_deadline_seconds: 7200}\n", tmp_path))
+    assert rayjob["spec"]["activeDeadlineSeconds"] == 7200 and schema_errors(rayjob) == []
+    with pytest.raises(PipelineSpecError, match="ray.active_deadline_seconds"):
+        render(THUMBNAILS, "ray: {active_deadline_seconds: 0}\n", tmp_path)
 
 
 def test_thumbnails_renders_configmap_and_rayjob_running_the_mounted_pipeline():

@@ -1,6 +1,8 @@
 """``dataflow report`` and the CLI polish: --json, colours only on a terminal, examples in every --help."""
 from __future__ import annotations
 
+import re
+
 import click
 from click.testing import CliRunner
 
@@ -46,12 +48,13 @@ def _commands(cmd, path):
 
 
 def test_every_command_help_shows_an_example():
-    """Each command's --help, or its group's, shows a ``dataflow <command> ...`` example line."""
-    helps = {" ".join(p): c.get_help(click.Context(c, info_name=" ".join(p))) for p, c in _commands(cli, ["dataflow"])}
+    """Every command and subcommand's own --help shows an ``Examples:`` block with a ``dataflow <command> ...`` line."""
     missing = []
-    for name, text in helps.items():
-        parent = helps.get(name.rsplit(" ", 1)[0], "")
-        example = f"\n    {name}" if name != "dataflow" else "\n    dataflow "
-        if not (("Examples:" in text and example in text) or example in parent):
+    for path, command in _commands(cli, ["dataflow"]):
+        name = " ".join(path)
+        text = command.get_help(click.Context(command, info_name=name))
+        example = r"\n    dataflow \S" if name == "dataflow" else rf"\n    {name}(\s|$)"
+        if not ("Examples:" in text and re.search(example, text)):
             missing.append(name)
     assert missing == []
+    assert {"dataflow k8s render", "dataflow cache warm", "dataflow jobs stop", "dataflow commit"} <= {" ".join(p) for p, _ in _commands(cli, ["dataflow"])}

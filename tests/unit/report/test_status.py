@@ -36,3 +36,14 @@ def test_on_a_terminal_the_line_is_redrawn():
     line.update(6, 0)
     line.close()
     assert out.getvalue() == "\r\x1b[2Kdataflow: stage-1 5/0 rows, 0s\r\x1b[2Kdataflow: stage-1 6/0 rows, 0s\n"
+
+
+def test_the_final_count_is_forced_out_once():
+    now = [0.0]
+    out = io.StringIO()
+    line = StatusLine("spark", stream=out, interval=5.0, clock=lambda: now[0])
+    line.update(1, 4)
+    now[0] = 1.0
+    line.update(4, 4, force=True)  # within the interval, but the run ended
+    line.update(4, 4, force=True)  # already said
+    assert out.getvalue().splitlines() == ["dataflow: spark 1/4 tasks (25%), 0s", "dataflow: spark 4/4 tasks (100%), 1s"]
