@@ -20,8 +20,10 @@ __all__ = [
     "cache_counters",
     "cache_store",
     "check_cache",
+    "count_bytes_read",
     "filesystem",
     "format_connector",
+    "io_counters",
     "join",
     "join_under",
     "line_reader",
@@ -34,6 +36,7 @@ __all__ = [
     "to_uri",
     "warm_cache",
     "webdataset_reader",
+    "write_through_scratch",
 ]
 
 STORAGE: dict[str, dict[str, str]] = {
@@ -278,3 +281,24 @@ def webdataset_reader():
     from connectors.formats.webdataset import read_shard
 
     return read_shard
+
+
+def write_through_scratch(fs, target: str, write):
+    """Write a sink file on local scratch and upload it whole (see ``connectors.storage.scratch``)."""
+    from connectors.storage.scratch import write_through_scratch as _write
+
+    return _write(fs, target, write)
+
+
+def io_counters() -> dict[str, int]:
+    """Return this process's storage I/O counters: requests, retries, bytes_read (``connectors.storage.io_counters``)."""
+    from connectors.storage.io_counters import COUNTERS
+
+    return COUNTERS.snapshot()
+
+
+def count_bytes_read(n: int) -> None:
+    """Add ``n`` bytes a read task got from its source to this process's I/O counters."""
+    from connectors.storage.io_counters import COUNTERS
+
+    COUNTERS.add(bytes_read=n)

@@ -33,6 +33,14 @@ def row_groups(fs, path: str) -> list[tuple[int, int, int]]:
 
 
 def read_row_group(fs, path: str, row_group: int, columns: list[str] | None = None):
-    """Read one row group as an Arrow table."""
+    """Read one row group as an Arrow table (its column chunks count as bytes read)."""
+    from connectors.storage.io_counters import COUNTERS
+
     with fs.open(path, "rb") as f:
-        return pq.ParquetFile(f).read_row_group(row_group, columns=columns)
+        parquet = pq.ParquetFile(f)
+        table = parquet.read_row_group(row_group, columns=columns)
+    group = parquet.metadata.row_group(row_group)
+    wanted = set(table.column_names)
+    chunks = (group.column(i) for i in range(group.num_columns))
+    COUNTERS.add(bytes_read=sum(c.total_compressed_size for c in chunks if c.path_in_schema.split(".", 1)[0] in wanted))
+    return table

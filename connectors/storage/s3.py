@@ -1,12 +1,37 @@
 """S3 and S3-compatible storage through s3fs."""
 from __future__ import annotations
 
+import contextvars
 import errno
+import math
 import os
 
 from botocore.exceptions import ClientError
 from fsspec.asyn import sync
 from s3fs import S3FileSystem
+
+from connectors.storage.io_counters import COUNTERS
+
+PART_BYTES = 5 * 2**20  # S3's smallest part: uploads of two parts or more are multipart
+_MAX_PARTS = 10_000
+# Client calls made inside one s3fs call: s3fs calls again (a retry) on SlowDown and on
+# connection errors the client gave up on. Drops on a reused connection are retried by aiohttp
+# itself, unseen (not counted).
+_CALLS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("dataflow_s3_calls", default=None)
+
+
+def _on_request(request, **_) -> None:
+    """Count each HTTP attempt; botocore numbers the attempts of one call from 1."""
+    attempt = (getattr(request, "context", None) or {}).get("retries", {}).get("attempt", 1)
+    COUNTERS.add(requests=1, retries=1 if attempt > 1 else 0)
+
+
+def _on_call(**_) -> None:
+    calls = _CALLS.get()
+    if calls is not None:
+        calls[0] += 1
+        if calls[0] > 1:
+            COUNTERS.add(retries=1)
 
 
 class S3Storage(S3FileSystem):
@@ -21,6 +46,30 @@ class S3Storage(S3FileSystem):
         if endpoint and "endpoint_url" not in kwargs and "endpoint_url" not in kwargs.get("client_kwargs", {}):
             kwargs["endpoint_url"] = endpoint
         super().__init__(**kwargs)
+
+    async def set_session(self, refresh=False, kwargs={}):  # noqa: B006 (s3fs's signature)
+        """Set up the client, with our request counters on its events (``connectors.storage.io_counters``)."""
+        client = await super().set_session(refresh=refresh, kwargs=kwargs)
+        if not getattr(client, "_dataflow_counted", False):
+            client.meta.events.register("request-created.s3", _on_request)
+            client.meta.events.register("before-call.s3", _on_call)
+            client._dataflow_counted = True
+        return client
+
+    async def _call_s3(self, method, *args, **kwargs):
+        token = _CALLS.set([0])
+        try:
+            return await super()._call_s3(method, *args, **kwargs)
+        finally:
+            _CALLS.reset(token)
+
+    def put_whole(self, local: str, remote: str) -> None:
+        """Upload a finished local file whole: one PUT, or a multipart upload from ``2 * PART_BYTES`` up.
+
+        The object appears only when the upload completes; a failed multipart upload is aborted.
+        """
+        size = os.path.getsize(local)
+        self.put_file(local, remote, chunksize=max(PART_BYTES, math.ceil(size / _MAX_PARTS)))
 
     @property
     def fsid(self) -> str:

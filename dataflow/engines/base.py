@@ -63,7 +63,9 @@ class RunReport:
     errors: str | None = None
     steps: list[StepReport] = field(default_factory=list)
     files: int = 0
-    bytes_written: int = 0
+    bytes_written: int = 0  # bytes of the published output files
+    bytes_read: int = 0  # bytes the read tasks got from the source (from remote storage or the cache tier)
+    retries: int = 0  # storage requests sent again by the tasks' S3 clients (SlowDown, 5xx, broken connections)
     published: bool = False
     failure: str | None = None
     cache: CacheReport | None = None
@@ -108,6 +110,7 @@ class RunContext:
     storage_options: dict[str, dict[str, Any]]
     inputs: tuple[str, ...] | None = None  # the shard's input URIs; None: list the source
     cache: dict[str, Any] | None = None  # the cache tier {dir, max_bytes}: pass to connectors.registry.filesystem(cache=)
+    publish_root: str | None = None  # object-store sinks, last phase: writers upload finished files here, under their final names
 
 
 class Engine(Protocol):

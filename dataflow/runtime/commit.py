@@ -1,5 +1,10 @@
 """Atomic output commit: tasks write under ``<sink>/_tmp/<run_id>/``; the driver publishes.
 
+On object stores a move is a copy, so there the writers upload each data file once, straight to
+its final name (names carry the run, so they never meet committed files) and the commit only
+writes the manifest and ``_SUCCESS``: readers trust the manifest, never a listing. Data files
+no manifest names (left by a killed run) are deleted at the next commit.
+
 Layout of a committed sink::
 
     <sink>/part-<run>-<key>.<ext>     data files (or <sink>/files-<run>-<key>/ for the files format)
@@ -11,13 +16,27 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from dataflow.errors import RunError, SinkExistsError
 
-__all__ = ["CommitResult", "SinkLayout", "commit_output", "publish_errors", "read_manifest", "refuse_existing", "remove_tmp", "sweep_tmp"]
+__all__ = [
+    "CommitResult",
+    "SinkLayout",
+    "commit_output",
+    "publish_errors",
+    "read_manifest",
+    "refuse_existing",
+    "remove_tmp",
+    "sweep_tmp",
+    "sweep_unpublished",
+]
+
+# Data files and folders the writers name: part-<8 hex>-..., files-<8 hex>-... (see the engines' writers).
+_OUR_NAMES = re.compile(r"^(part|files)-[0-9a-f]{8}-")
 
 
 @dataclass(frozen=True)
@@ -89,6 +108,43 @@ def sweep_tmp(fs, layout: SinkLayout) -> None:
         fs.rm(parent, recursive=True)
 
 
+def _is_object_store(fs) -> bool:
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    return not {"file", "local", "memory"} & set(protocols)
+
+
+def _write_atomic(fs, path: str, data: bytes, tmp_dir: str) -> None:
+    """Write a small file so a reader sees all of it or none: one PUT on object stores, else temp + rename."""
+    if _is_object_store(fs):
+        fs.pipe_file(path, data)
+        return
+    fs.makedirs(tmp_dir, exist_ok=True)
+    tmp = posixpath.join(tmp_dir, posixpath.basename(path))
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    fs.mv(tmp, path)
+
+
+def sweep_unpublished(fs, layout: SinkLayout, keep: set[str]) -> list[str]:
+    """Delete data files at the sink root that no manifest names (a killed or failed run's uploads).
+
+    Only names the writers give (``part-<hex>-…``, ``files-<hex>-…``) are touched; ``keep`` holds
+    the top-level names the manifest lists.
+
+    Returns:
+        The deleted paths.
+    """
+    if not fs.exists(layout.root):
+        return []
+    gone = []
+    for path in fs.ls(layout.root, detail=False):
+        name = posixpath.basename(path.rstrip("/"))
+        if _OUR_NAMES.match(name) and name not in keep:
+            fs.rm(path, recursive=True)
+            gone.append(path)
+    return gone
+
+
 def _move_tree(fs, src_root: str, dst_root: str, rename) -> list[str]:
     moved = []
     if not fs.exists(src_root):
@@ -119,7 +175,9 @@ class CommitResult:
 
 
 def commit_output(fs, layout: SinkLayout, mode: str, files: list[Any], error_dirs: list[str], manifest_extra: dict[str, Any]) -> CommitResult:
-    """Publish a run: move data into place, write the manifest, then ``_SUCCESS``.
+    """Publish a run: move data into place (unless already there), write the manifest, then ``_SUCCESS``.
+
+    Old files are deleted only after that (``overwrite``), and so are unlisted data files at the root.
 
     Args:
         fs: The sink filesystem.
@@ -136,8 +194,9 @@ def commit_output(fs, layout: SinkLayout, mode: str, files: list[Any], error_dir
         dst = posixpath.join(layout.root, f.rel)
         if f.rel.startswith("/") or posixpath.normpath(posixpath.relpath(dst, layout.root)).startswith(".."):
             raise RunError(f"refusing to write '{f.rel}' outside the sink root {layout.root}")
-        fs.makedirs(posixpath.dirname(dst), exist_ok=True)
-        fs.mv(f.src, dst)
+        if f.src.rstrip("/") != dst:  # an object-store writer put it at its final name already
+            fs.makedirs(posixpath.dirname(dst), exist_ok=True)
+            fs.mv(f.src, dst)
         published.append({"path": f.rel, "rows": f.rows, "bytes": f.bytes, "run_id": layout.run_id, **({"shard": f.shard} if getattr(f, "shard", None) else {})})
     errors = publish_errors(fs, layout, error_dirs)
     keep_old = bool(old and mode == "append")
@@ -150,13 +209,8 @@ def commit_output(fs, layout: SinkLayout, mode: str, files: list[Any], error_dir
         "errors": (old.get("errors", []) if keep_old else []) + [posixpath.relpath(e, layout.root) for e in errors],
         "runs": (old.get("runs", []) if keep_old else []) + [layout.run_id],
     }
-    fs.makedirs(layout.tmp, exist_ok=True)
-    tmp_manifest = posixpath.join(layout.tmp, "_manifest.json")
-    with fs.open(tmp_manifest, "wb") as f:
-        f.write(json.dumps(manifest, indent=2).encode("utf-8"))
-    fs.mv(tmp_manifest, layout.manifest)
-    with fs.open(layout.success, "wb") as f:
-        f.write(b"")
+    _write_atomic(fs, layout.manifest, json.dumps(manifest, indent=2).encode("utf-8"), layout.tmp)
+    fs.pipe_file(layout.success, b"")
     if old and mode == "overwrite":
         live = {f["path"] for f in published}
         for entry in old.get("files", []):
@@ -165,5 +219,6 @@ def commit_output(fs, layout: SinkLayout, mode: str, files: list[Any], error_dir
         for rel in old.get("errors", []):
             if fs.exists(posixpath.join(layout.root, rel)):
                 fs.rm(posixpath.join(layout.root, rel))
+    sweep_unpublished(fs, layout, {f["path"].split("/", 1)[0] for f in manifest["files"]})
     remove_tmp(fs, layout)
     return CommitResult(files=manifest["files"], errors=manifest["errors"])

@@ -1,13 +1,17 @@
 """A Spark Python data source over the connectors layer: remote files (and CSV) read through fsspec.
 
 Spark's wheel has no ``hadoop-aws``, so ``s3://`` and other remote storage is read here, in Python
-workers, with the same filesystems (and cache tier) the Ray engine uses. Line formats yield one
-row per line (file number, line number, text); the engine builds ``source`` and parses natively.
+workers, with the same filesystems and cache tier (``job["cache"]``) the Ray engine uses. Each
+file's task leaves what the cache tier and the storage client did (hits, retries, bytes read)
+next to the shard's ``_stats``, as Ray's read tasks do. Line formats yield one
+row per line (file number, line number, text), decoded in the source's ``encoding`` (an
+undecodable line goes to the error sink); the engine builds ``source`` and parses natively.
 CSV and Parquet yield rows with the Ray reader's semantics; bad records go to the error sink.
 """
 from __future__ import annotations
 
 import json
+import posixpath
 from typing import Any, Iterator
 
 import pyarrow as pa
@@ -43,22 +47,39 @@ class _Reader(DataSourceReader):
         return [InputPartition(i) for i in range(len(self.job["files"]))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from connectors.registry import filesystem, strip_scheme
+        from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, strip_scheme
 
         index = partition.value
         uri = self.job["files"][index]
         kind = self.job["kind"]
+        fs = filesystem(uri, self.job["storage_options"], self.job.get("cache"))
+        before, io_before = cache_counters(fs), io_counters()
         if kind == "parquet":
             yield from self._parquet(uri)
+            self._counters(uri, fs, before, io_before)
             return
-        with filesystem(uri, self.job["storage_options"]).open(strip_scheme(uri), "rb") as f:
+        with fs.open(strip_scheme(uri), "rb") as f:
             data = f.read()
-        if kind == "lines":
-            yield from _lines(index, data)
-        elif kind == "whole":
-            yield pa.record_batch([pa.array([index], pa.int32()), pa.array([data.decode("utf-8", "replace")], pa.string())], names=["file", "text"])
+        count_bytes_read(len(data))
+        self._counters(uri, fs, before, io_before)
+        if kind in ("lines", "whole"):
+            yield from self._text(uri, index, data, "line" if kind == "lines" else "file")
         else:
             yield from self._csv(uri, data)
+
+    def _counters(self, uri: str, fs, before: dict | None, io_before: dict) -> None:
+        """Leave what this file's read added to the cache and I/O counters (see ``dataflow.runtime.io_stats``)."""
+        from connectors.registry import cache_counters, io_counters
+        from dataflow.engines.base import CACHE_COUNTERS_DIR
+        from dataflow.runtime.io_stats import record_io
+        from dataflow.runtime.stats import batch_key
+
+        side = self.job["side"]
+        shard_tmp = posixpath.dirname(side["stats_dir"].rstrip("/"))
+        key = batch_key([uri])
+        record_io(side["uri"], side["storage_options"], shard_tmp, "spark-read", key, io_before, io_counters())
+        if before is not None:
+            record_io(side["uri"], side["storage_options"], shard_tmp, "spark-read", key, before, cache_counters(fs), folder=CACHE_COUNTERS_DIR)
 
     def _errors(self, uri: str, records) -> None:
         from dataflow.runtime.error_sink import ErrorRecord
@@ -72,6 +93,24 @@ class _Reader(DataSourceReader):
         index = -1 if self.job["counted"] else -2
         stats = {index: StepStats(rows_in=len(errors) if index == -1 else 0, rows_errored=len(errors))}
         SideOutputs(**self.job["side"]).write("spark-read", batch_key([uri]), errors, stats)
+
+    def _text(self, uri: str, index: int, data: bytes, split: str) -> Iterator[pa.RecordBatch]:
+        """Lines (or the whole file) decoded in the source's ``encoding`` by the Ray engine's reader; undecodable ones are row errors."""
+        from connectors.formats import BadRecord
+        from connectors.registry import line_reader
+
+        options = {"encoding": self.job["options"].get("encoding", "utf-8"), "split": split, "skip_empty": False}
+        rows, bad = [], []
+        for rec in line_reader("text")(uri, data, options):
+            (bad if isinstance(rec, BadRecord) else rows).append(rec)
+        self._errors(uri, bad)
+        for start in range(0, len(rows), _BATCH_ROWS):
+            chunk = rows[start : start + _BATCH_ROWS]
+            columns = [pa.array([index] * len(chunk), pa.int32())]
+            if split == "line":  # the reader's sources end in "#line=N"
+                columns.append(pa.array([int(r["source"].rsplit("#line=", 1)[1]) for r in chunk], pa.int64()))
+            columns.append(pa.array([r["text"] for r in chunk], pa.string()))
+            yield pa.record_batch(columns, names=["file", "line", "text"] if split == "line" else ["file", "text"])
 
     def _csv(self, uri: str, data: bytes) -> Iterator[pa.RecordBatch]:
         from connectors.formats import BadRecord
@@ -89,23 +128,10 @@ class _Reader(DataSourceReader):
     def _parquet(self, uri: str) -> Iterator[pa.RecordBatch]:
         from connectors.registry import parquet_parts, read_parquet_part
 
-        names = self.job["columns"]
-        for group, first, _ in parquet_parts(uri, self.job["storage_options"]):
-            table = read_parquet_part(uri, group, self.job["storage_options"])
+        names, storage, cache = self.job["columns"], self.job["storage_options"], self.job.get("cache")
+        for group, first, _ in parquet_parts(uri, storage, cache):
+            table = read_parquet_part(uri, group, storage, cache=cache)
             if "source" not in table.column_names:
                 table = table.append_column("source", pa.array([f"{uri}#row={first + i}" for i in range(table.num_rows)], pa.string()))
             yield from table.select(names).to_batches()
 
-
-def _lines(index: int, data: bytes) -> Iterator[pa.RecordBatch]:
-    lines = data.splitlines()
-    for start in range(0, len(lines), _BATCH_ROWS):
-        chunk = lines[start : start + _BATCH_ROWS]
-        yield pa.record_batch(
-            [
-                pa.array([index] * len(chunk), pa.int32()),
-                pa.array(range(start + 1, start + 1 + len(chunk)), pa.int64()),
-                pa.array([line.decode("utf-8", "replace") for line in chunk], pa.string()),
-            ],
-            names=["file", "line", "text"],
-        )

@@ -156,3 +156,60 @@ def test_formats_round_trip_on_s3(ray_local, s3_options, bucket, tmp_path, sourc
         assert sorted(fs.cat_file(p) for p in files if not p.endswith("index.jsonl")) == [b"x", b"y", b"z"]
     else:
         assert files and all(fs.info(p)["size"] > 0 for p in files)
+
+
+def test_spark_reads_s3_through_the_cache_and_uploads_each_part_once(spark_local, s3_options, bucket, tmp_path):
+    from tests.integration.connectors.counting_proxy import CountingProxy
+
+    fs = S3Storage(**s3_options)
+    for i in range(3):
+        fs.pipe_file(f"{bucket}/logs/{i}.jsonl", b"".join(b'{"n": %d, "k": "x"}\n' % (i * 10 + j) for j in range(5)))
+    total = sum(fs.size(f"{bucket}/logs/{i}.jsonl") for i in range(3))
+
+    def run(sink: str, endpoint: str):
+        spec = PipelineSpec.model_validate({
+            "name": "logs", "engine": "spark",
+            "source": {"uri": f"s3://{bucket}/logs/", "format": "jsonl", "options": {"schema": {"n": "long", "k": "string"}}},  # no sampling at the driver
+            "steps": [{"op": "table.filter_rows", "params": {"where": "n % 2 = 0"}}],
+            "sink": {"uri": f"s3://{bucket}/{sink}", "format": "parquet"},
+            "storage": {"options": {"s3": {**s3_options, "endpoint_url": endpoint}}},
+        })  # fmt: skip
+        return run_pipeline(spec, RunOptions(progress=False, cache_dir=str(tmp_path / "cache")))
+
+    with CountingProxy(s3_options["endpoint_url"]) as proxy:  # one endpoint: cache entries are per endpoint
+        first = run("first", proxy.url)
+        proxy.requests.clear()
+        second = run("second", proxy.url)
+    assert (first.cache.misses, first.cache.hits, first.cache.bytes_remote) == (3, 0, total)
+    assert (second.cache.misses, second.cache.hits, second.cache.bytes_remote, second.cache.bytes_local) == (0, 3, 0, total)
+    assert not proxy.gets_of(f"{bucket}/logs/")  # every file came from the cache
+    assert first.bytes_read == second.bytes_read == total
+    rows = {name: sorted(r["n"] for f in _committed(fs, f"{bucket}/{name}") for r in pq.read_table(fs.open(f, "rb")).to_pylist()) for name in ("first", "second")}
+    assert rows["first"] == rows["second"] == [n for n in range(25) if n % 2 == 0 and n % 10 < 5]
+    parts = {f"/{p}" for p in _committed(fs, f"{bucket}/second")}
+    writes = proxy.writes_of(f"{bucket}/second")
+    assert parts and {k: n for k, n in writes.items() if k[1] in parts} == {("PUT", p): 1 for p in parts}
+    assert not [k for k in writes if k[0] == "COPY" and "/part-" in k[1]]
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["direct", "cached"])
+def test_audio_curation_from_s3_to_s3(ray_local, s3_options, bucket, tmp_path, cached):
+    pytest.importorskip("soxr")
+    from examples.generate_audio import generate_audio
+
+    planted = generate_audio(tmp_path / "audio", clips=3)
+    fs = S3Storage(**s3_options)
+    fs.put(str(tmp_path / "audio") + "/", f"{bucket}/audio/", recursive=True)
+    sets = (f"source.uri=s3://{bucket}/audio/", f"sink.uri=s3://{bucket}/segments", *_s3_sets(s3_options))
+    spec = load_pipeline(str(ROOT / "pipelines/audio_curation.yaml"), overrides=sets)
+    report = run_pipeline(spec, RunOptions(progress=False, cache_dir=str(tmp_path / "cache") if cached else ""))
+    steps = {s.op: s for s in report.steps}
+    assert report.published and report.rows_out == planted["segments"]
+    assert steps["audio.decode"].rows_errored == planted["corrupt"]
+    assert (report.cache is not None) == cached
+    if cached:
+        fetched = [p for p in (tmp_path / "audio").iterdir() if p.stat().st_size]  # an empty object has nothing to cache
+        assert (report.cache.misses, report.cache.hits, report.cache.bytes_remote) == (len(fetched), 0, sum(p.stat().st_size for p in fetched))
+    rows = [r for p in _committed(fs, f"{bucket}/segments") for r in pq.read_table(fs.open(p, "rb")).to_pylist()]
+    assert len(rows) == planted["segments"] and {r["sample_rate"] for r in rows} == {16000}
+    assert all(r["source"].startswith(f"s3://{bucket}/audio/speech_") for r in rows)
