@@ -21,12 +21,15 @@ from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
 from dataflow.engines.base import CACHE_COUNTERS_DIR, CacheReport, RunContext, RunOptions, RunReport, StepReport
 from dataflow.errors import DataflowError, RunError
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
-from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write
+from dataflow.plan.build import source_refs
+from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Shuffle, Step, Write
 from dataflow.plan.handoff import MixedJob, split_at_handoffs
 from dataflow.plan.rules import DEFAULT_RULES, AssignEngines
 from dataflow.report.html import write_html_report
-from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, refuse_existing, remove_tmp, sweep_tmp
+from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, read_manifest, refuse_existing, remove_tmp, sweep_tmp, sweep_unpublished
+from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, read_errors, read_stats
 
@@ -60,10 +63,11 @@ def _engine_class(name: str):
 
 def plan_pipeline(spec: PipelineSpec) -> tuple[LogicalPlan, LogicalPlan]:
     """Return the (logical, optimized) plans of a spec, checked (engine capabilities included)."""
-    logical = validate_plan(build_plan(spec))
     supports = {name: _engine_class(name).supports for name in ENGINES if _engine_available(name) and hasattr(_engine_class(name), "supports")}
     # The default rules, with engine assignment told which engines are installed and what they run.
-    rules = (AssignEngines(spark_available=_engine_available("spark"), supports=supports), *(r for r in DEFAULT_RULES if not isinstance(r, AssignEngines)))
+    assign = AssignEngines(spark_available=_engine_available("spark"), supports=supports)
+    logical = validate_plan(build_plan(spec), engines=assign)  # column flow and engine capability, reported together
+    rules = (assign, *(r for r in DEFAULT_RULES if not isinstance(r, AssignEngines)))
     return logical, optimize(logical, rules)
 
 
@@ -109,6 +113,7 @@ class MixedEngine:
         last = k == len(job.segments) - 1
         stats_dir = ctx.side.stats_dir if k == 0 else posixpath.join(folder, f"_stats_handoff-{k}")
         sub = replace(ctx, tmp_data=ctx.tmp_data if last else posixpath.join(folder, f"handoff-{k + 1}"), side=replace(ctx.side, stats_dir=stats_dir), inputs=inputs)
+        sub = replace(sub, publish_root=ctx.publish_root if last else None)  # handoffs stay in tmp
         if k > 0:
             src = plan.nodes[0].source
             sub = replace(sub, inputs=tuple(list_files(src.uri, src.format, src.options, ctx.storage_options)))
@@ -227,10 +232,21 @@ def _split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPla
         return plan, None
     engine = plan.nodes[cut].engine
     checkpoint_sink = SinkSpec(uri=plan.spec.sink.uri, format="parquet")
-    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)))
+    # Named sources feed joins, which are global: the map part reads them only if a step names one.
+    steps = [s for n in plan.nodes[:cut] for s in (n.steps if isinstance(n, FusedMap) else (n,)) if isinstance(s, Step)]
+    inputs = plan.inputs if any(source_refs(s) for s in steps) else ()
+    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)), inputs=inputs)
     source = SourceSpec(uri=checkpoint_uri, format="parquet")
     tail = replace(plan, nodes=(Read(source=source, engine=engine), *plan.nodes[cut:]))
     return head, tail
+
+
+def _on_sink(sink_uri: str, path: str) -> str:
+    """A path on the sink's filesystem as a URI an engine can read (the sink's scheme put back)."""
+    from connectors.registry import scheme_of
+
+    scheme = scheme_of(sink_uri)
+    return path if scheme == "file" else f"{scheme}://{path}"
 
 
 def _phases(engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
@@ -256,7 +272,7 @@ def run_pipeline(
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, list_files, strip_scheme
+    from connectors.registry import filesystem, list_files, scheme_of, strip_scheme
 
     _, optimized, engine, job = compile_pipeline(spec)
     sink, source, storage = spec.sink, spec.source, spec.storage.options
@@ -264,6 +280,8 @@ def run_pipeline(
     run_id = uuid.uuid4().hex[:12]
     layout = SinkLayout(strip_scheme(sink.uri), run_id)
     refuse_existing(fs, layout, sink.mode, sink.uri)
+    if scheme_of(sink.uri) not in ("file", "memory"):
+        check_scratch()
     if shard is None:  # shard runs may run side by side (an Indexed Job): each keeps to its own tmp
         sweep_tmp(fs, layout)
     start = time.monotonic()
@@ -285,10 +303,12 @@ def run_pipeline(
         raise RunError(f"cannot write to sink '{sink.uri}': {exc.strerror or exc} (check that the path exists and is writable; nothing was written)") from exc
     if note and options.progress:
         print(f"dataflow: {note}", file=sys.stderr, flush=True)
-    phases = [_Phase("map", job, sharded=True)] if whole else _phases(engine, optimized, job, progress.staged)
+    phases = [_Phase("map", job, sharded=True)] if whole else _phases(engine, optimized, job, _on_sink(sink.uri, progress.staged))
+    prepare = getattr(engine, "prepare", None)  # fixes what must not vary between shards (Spark's inferred JSON schema)
+    map_job = prepare(phases[0].job, sorted(inputs), storage) if prepare else phases[0].job
     todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]
     try:
-        _run_shards(engine, phases[0].job, todo, layout, progress, spec, options)
+        _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1)
         if shard is not None:
             markers = [m for m in progress.completed().values()]
             return _report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
@@ -297,17 +317,22 @@ def run_pipeline(
     except DataflowError:
         raise
     except Exception as exc:
-        raise RunError(
-            f"run of '{spec.name}' failed on engine {engine.name}: {_failure_text(exc)[:500]} "
-            f"(a bug in an op or the engine, not bad data; run with --debug for the traceback; committed shards are kept for a resume)"
-        ) from exc
+        text = _failure_text(exc)[:500]
+        hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
+        raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, engine.name, fs, layout, progress, start)
 
 
-def _shard_context(layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, cache: dict[str, Any] | None = None) -> tuple[str, RunContext]:
+def _shard_context(
+    layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, cache: dict[str, Any] | None = None, publish: bool = False
+) -> tuple[str, RunContext]:
+    """The shard's tmp folder and context; ``publish``: the run's output phase (object stores upload to final names)."""
+    from connectors.registry import scheme_of
+
     tmp = posixpath.join(layout.tmp, shard_id)
     side = SideOutputs(uri=spec.sink.uri, storage_options=spec.storage.options, stats_dir=posixpath.join(tmp, "_stats"), errors_dir=posixpath.join(tmp, "_errors"))
-    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache)
+    root = layout.root if publish and scheme_of(spec.sink.uri) not in ("file", "memory") else None
+    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache, publish_root=root)
 
 
 def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
@@ -354,16 +379,17 @@ def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
     return total
 
 
-def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions) -> None:
+def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
     """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
     cache = cache_config(spec, options)
 
     def one(s: Shard) -> None:
-        tmp, ctx = _shard_context(layout, s.id, layout.run_id, spec, s.inputs, cache)
+        tmp, ctx = _shard_context(layout, s.id, layout.run_id, spec, s.inputs, cache, publish=publish)
         written = engine.execute(job, ctx, options) if s.inputs else []
-        progress.stage(s, tmp, written, phase="map")
+        progress.stage(s, tmp, written, phase="map", run_id=layout.run_id)
 
-    workers = max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
+    # An engine that parallelises inside one job (Spark: one session) runs its shards one at a time.
+    workers = getattr(engine, "shard_workers", None) or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for future in as_completed([pool.submit(one, s) for s in shards]):
             future.result()
@@ -381,11 +407,11 @@ def _run_global(engine, job, layout: SinkLayout, progress: Progress, options: Ru
     final = Shard(index=len(maps), count=len(maps), inputs=("global",))
     if final.id in progress.completed():
         return
-    checkpoint = [f.src for f in progress.staged_files(maps) if f.src.endswith(".parquet")]
     spec = job.plan.spec
-    tmp, ctx = _shard_context(layout, final.id, layout.run_id, spec, tuple(checkpoint))
+    checkpoint = [_on_sink(spec.sink.uri, f.src) for f in progress.staged_files(maps) if f.src.endswith(".parquet")]
+    tmp, ctx = _shard_context(layout, final.id, layout.run_id, spec, tuple(checkpoint), publish=True)
     written = engine.execute(job, ctx, options) if checkpoint else []
-    progress.stage(final, tmp, written, phase="global")
+    progress.stage(final, tmp, written, phase="global", run_id=layout.run_id)
 
 
 def _stats(fs, progress: Progress, markers: list[dict[str, Any]]):
@@ -405,11 +431,15 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
     files = progress.staged_files(outputs)
     report = _report(spec, engine_name, _stats(fs, progress, markers), files, time.monotonic() - start)
     report.cache = _cache_report(fs, layout)
+    io = io_totals(fs, layout.tmp)
+    report.retries, report.bytes_read = io["retries"], io["bytes_read"]
     error_dirs = progress.side_dirs(markers, "_errors")
     problem = _budget_problem(spec, report)
     if problem:
         reasons = _top_reasons(fs, error_dirs)
         publish_errors(fs, layout, error_dirs)
+        old = read_manifest(fs, layout)
+        sweep_unpublished(fs, layout, {f["path"].split("/", 1)[0] for f in (old or {}).get("files", [])})
         progress.clear()
         remove_tmp(fs, layout)
         report.failure = f"error budget exceeded: {problem}; nothing was published"
@@ -424,7 +454,10 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
         "rows_in": report.rows_in,
         "rows_out": report.rows_out,
         "rows_errored": report.rows_errored,
-        "shards": [{"shard": m["shard"], "inputs": m["inputs"], "files": [f["rel"] for f in m["files"]]} for m in sorted(markers, key=lambda m: m["shard"])],
+        "shards": [
+            {"shard": m["shard"], "phase": m["phase"], "run_id": m.get("run_id"), "inputs": m["inputs"], "files": [f["rel"] for f in m["files"]]}
+            for m in sorted(markers, key=lambda m: m["shard"])
+        ],
     })
     progress.clear()
     report.published = True
@@ -438,7 +471,8 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
 def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -> RunReport:
     """Publish a sink whose ``count`` shards were run separately (``dataflow run --shard i/N``).
 
-    Without ``spec``, the pipeline recorded by the shard runs is used.
+    Without ``spec``, the pipeline recorded by the shard runs is used. A pipeline with a global
+    step runs it here, once, over the checkpoint the shard runs staged.
 
     Raises:
         RunError: nothing to commit there, or some shard markers are missing (names them).
@@ -457,6 +491,10 @@ def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -
     missing = sorted(set(range(count)) - have)
     if missing:
         raise RunError(f"cannot commit {spec.sink.uri}: shard(s) {', '.join(map(str, missing))} of {count} have no completion marker yet")
+    _, optimized, engine, _ = compile_pipeline(spec)
+    _, tail = _split_at_global(optimized, _on_sink(spec.sink.uri, progress.staged))
+    if tail is not None:  # the shards staged the checkpoint; the global step runs once, here
+        _run_global(engine, engine.compile(tail), layout, progress, RunOptions(progress=False))
     return _finish(spec, "shards", fs, layout, progress, time.monotonic())
 
 

@@ -102,6 +102,10 @@ def lineage(sink, file):
         raise DataflowError(f"the manifest of {sink} records no shard for '{rel}'")
     shards = shards or [s for s in manifest.get("shards", []) if s["shard"] == entry.get("shard")]
     click.echo(f"{rel}: {entry['rows']} rows, from shard(s) {', '.join(s['shard'] for s in shards)}")
-    for s in shards:
-        for i in s["inputs"]:
-            click.echo(f"  {i}")
+    inputs = [i for s in shards for i in s["inputs"]]
+    if any(s.get("phase") == "global" for s in shards):
+        # A global step (dedup, aggregate, join) may put any input row into any output file.
+        click.echo("  (written by a global step: every input of the run may have fed it)")
+        inputs = [i for s in manifest["shards"] if s.get("phase") != "global" for i in s["inputs"]]
+    for i in inputs:
+        click.echo(f"  {i}")

@@ -125,14 +125,22 @@ class Progress:
     def shard_dir(self, shard: Shard) -> str:
         return posixpath.join(self.staged, shard.id)
 
-    def stage(self, shard: Shard, tmp_dir: str, written: list[Any], phase: str) -> dict[str, Any]:
-        """Move a finished shard's files from the run's tmp folder into staging, then write its marker."""
+    def stage(self, shard: Shard, tmp_dir: str, written: list[Any], phase: str, run_id: str) -> dict[str, Any]:
+        """Move a finished shard's files from the run's tmp folder into staging, then write its marker.
+
+        The marker names the run that computed the shard (``run_id``): after a resume, the manifest
+        tells which shards an earlier, interrupted run contributed.
+        """
         dst = self.shard_dir(shard)
         if self.fs.exists(dst):
             self.fs.rm(dst, recursive=True)
         data_dir = posixpath.join(tmp_dir, "data")
         files = []
         for w in written:
+            if not w.path.startswith(data_dir + "/"):  # uploaded to its final name already (object-store sinks)
+                rel = posixpath.relpath(w.path, self.root)
+                files.append({"src": rel, "rel": rel, "rows": w.rows, "bytes": w.bytes})
+                continue
             rel = posixpath.relpath(w.path, data_dir)
             target = posixpath.join(dst, "data", rel)
             self.fs.makedirs(posixpath.dirname(target), exist_ok=True)
@@ -143,7 +151,7 @@ class Progress:
             if self.fs.exists(src):
                 self.fs.makedirs(dst, exist_ok=True)
                 self.fs.mv(src, posixpath.join(dst, side), recursive=True)
-        marker = {"shard": shard.id, "index": shard.index, "count": shard.count, "phase": phase, "inputs": list(shard.inputs), "files": files}
+        marker = {"shard": shard.id, "index": shard.index, "count": shard.count, "phase": phase, "run_id": run_id, "inputs": list(shard.inputs), "files": files}
         self._write_json(posixpath.join(self.markers, f"{shard.id}.json"), marker)
         return marker
 

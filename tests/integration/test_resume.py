@@ -77,6 +77,7 @@ def _wait_for_markers(out: pathlib.Path, n: int, proc: subprocess.Popen, timeout
 
 
 @pytest.mark.parametrize("kill_after", [1, 3, 6], ids=["after-1-shard", "after-3-shards", "after-6-shards"])
+@pytest.mark.timeout(300 * KILL_ROUNDS)
 def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, tmp_path, kill_after):
     for round_ in range(KILL_ROUNDS):
         out = tmp_path / f"out{round_}"
@@ -95,19 +96,74 @@ def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, 
         assert (out / "_dataflow" / "report.json").exists()
 
 
-def test_changed_pipeline_starts_over_and_restart_discards_progress(ray_local, images, tmp_path):
+def _kill_after(ray_local, pipeline: pathlib.Path, out: pathlib.Path, n: int) -> dict[str, str]:
+    """Start ``dataflow run``, SIGKILL it once ``n`` shards are committed; return their run ids by shard."""
+    proc = _cli(ray_local, pipeline)
+    _wait_for_markers(out, n, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "_SUCCESS").exists()
+    markers = [json.loads(p.read_text()) for p in (out / "_dataflow" / "progress").glob("*.json")]
+    return {m["shard"]: m["run_id"] for m in markers}
+
+
+def _run_ids(sink: pathlib.Path) -> dict[str, str]:
+    return {s["shard"]: s["run_id"] for s in json.loads((sink / "_manifest.json").read_text())["shards"]}
+
+
+def test_changed_pipeline_starts_over(ray_local, images, tmp_path):
     out = tmp_path / "out"
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(PIPELINE.format(src=images, out=out))
-    proc = _cli(ray_local, pipeline)
-    _wait_for_markers(out, 2, proc)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    killed = _kill_after(ray_local, pipeline, out, 2)
     changed = _cli(ray_local, pipeline, "--set", "steps[1].params.max_side=40")
     _, stderr = changed.communicate(timeout=240)
     assert changed.returncode == 0, stderr
     manifest = json.loads((out / "_manifest.json").read_text())
-    assert manifest["rows_out"] == 24
+    rows = [r for f in manifest["files"] for r in pq.read_table(out / f["path"], columns=["width", "height"]).to_pylist()]
+    assert len(rows) == manifest["rows_out"] == 24
+    assert {max(r["width"], r["height"]) for r in rows} == {40}, "rows staged under max_side 48 were kept"
+    assert not set(_run_ids(out).values()) & set(killed.values())
+
+
+def test_restart_discards_progress(ray_local, images, clean_digest, tmp_path):
+    out = tmp_path / "out"
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(PIPELINE.format(src=images, out=out))
+    killed = _kill_after(ray_local, pipeline, out, 2)
+    restarted = _cli(ray_local, pipeline, "--restart")
+    _, stderr = restarted.communicate(timeout=240)
+    assert restarted.returncode == 0, stderr
+    assert _digest(out) == clean_digest
+    ids = _run_ids(out)
+    assert len(ids) == 8 and len(set(ids.values())) == 1 and not set(ids.values()) & set(killed.values())
+
+
+GLOBAL_PIPELINE = PIPELINE.replace("  - op: image.encode", "  - op: image.phash\n  - op: image.dedup_phash\n    params: {{max_distance: 6}}\n  - op: image.encode")
+
+
+@pytest.fixture(scope="module")
+def clean_global_digest(ray_local, images, tmp_path_factory):
+    out = tmp_path_factory.mktemp("clean_global") / "out"
+    dataflow.Pipeline.from_yaml_text(GLOBAL_PIPELINE.format(src=images, out=out)).run(progress=False)
+    return _digest(out)
+
+
+def test_kill_after_the_map_phase_resumes_without_redoing_map_shards(ray_local, images, clean_global_digest, tmp_path):
+    """A global step reads the checkpoint the map shards staged; a resume runs only the global step."""
+    out = tmp_path / "out"
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(GLOBAL_PIPELINE.format(src=images, out=out))
+    killed = _kill_after(ray_local, pipeline, out, 8)  # 24 images, 3 per shard
+    resumed = _cli(ray_local, pipeline)
+    _, stderr = resumed.communicate(timeout=240)
+    assert resumed.returncode == 0, stderr
+    assert _digest(out) == clean_global_digest
+    shards = json.loads((out / "_manifest.json").read_text())["shards"]
+    maps = {s["shard"]: s["run_id"] for s in shards if s["phase"] == "map"}
+    assert len(maps) == 8 and maps == {k: v for k, v in killed.items() if k in maps}, "map shards were computed again"
+    [final] = [s for s in shards if s["phase"] == "global"]
+    assert final["run_id"] not in killed.values()
 
 
 def test_killing_a_ray_worker_mid_run_still_completes_the_output(ray_local, images, clean_digest, tmp_path):
@@ -147,3 +203,16 @@ def test_shard_runs_then_commit_publish_once_all_markers_exist(ray_local, images
     run_pipeline(spec, RunOptions(progress=False), shard=(1, 3))
     report = commit_shards(str(out), 3)
     assert report.published and _digest(out) == clean_digest
+
+
+def test_shard_runs_of_a_global_pipeline_commit_with_the_global_step_run_once(ray_local, images, clean_global_digest, tmp_path):
+    from dataflow.runner import commit_shards, run_pipeline
+
+    out = tmp_path / "out"
+    spec = dataflow.Pipeline.from_yaml_text(GLOBAL_PIPELINE.format(src=images, out=out)).spec
+    for i in range(3):
+        run_pipeline(spec, RunOptions(progress=False), shard=(i, 3))
+    report = commit_shards(str(out), 3)
+    assert report.published and _digest(out) == clean_global_digest
+    phases = [s["phase"] for s in json.loads((out / "_manifest.json").read_text())["shards"]]
+    assert sorted(phases) == ["global", "map", "map", "map"]

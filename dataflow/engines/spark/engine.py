@@ -1,6 +1,7 @@
 """SparkEngine: compile plans to SparkJobs and run them on a local or remote Spark."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from dataflow.engines.base import RunContext, RunOptions
@@ -12,15 +13,31 @@ __all__ = ["SparkEngine"]
 class SparkEngine:
     """Spark: native DataFrame lowerings of table ops for semi-structured data (logs, JSON, tables).
 
-    Spark partitions its input itself, so the runner hands it every input file as one shard.
+    The runner hands it one shard of the input files per job, one job at a time on the one
+    session (Spark parallelises within a job), and stages each shard as it commits.
     """
 
     name = "spark"
-    partitions_inputs = True
+    shard_workers = 1
     supports = staticmethod(supports)
 
     def compile(self, plan) -> SparkJob:
         return compile_plan(plan)
+
+    def prepare(self, job: SparkJob, inputs: list[str], storage: dict) -> SparkJob:
+        """Pin what each shard would otherwise derive from its own files: an undeclared JSON schema.
+
+        Inferred once from the first files of the whole sorted input, so every shard (and a
+        resumed run) writes the same columns and types.
+        """
+        from dataflow.engines.spark.read import infer_json_fields, sample_lines
+
+        source = job.read.source
+        if source.format != "jsonl" or source.options.get("schema") or not inputs:
+            return job
+        fields = infer_json_fields(sample_lines(inputs, storage))
+        pinned = source.model_copy(update={"options": {**source.options, "schema": fields}})
+        return replace(job, read=replace(job.read, source=pinned))
 
     def _files(self, job: SparkJob, ctx: RunContext) -> list[str]:
         from connectors.registry import list_files
@@ -31,12 +48,14 @@ class SparkEngine:
         return list_files(src.uri, src.format, src.options, ctx.storage_options)
 
     def execute(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> list[Any]:
+        from dataflow.engines.spark.progress import spark_progress
         from dataflow.engines.spark.run import build_frames, write_outputs
         from dataflow.engines.spark.session import ensure_spark
 
         spark = ensure_spark(options.spark_master)
-        frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options)
-        return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id)
+        with spark_progress(spark, enabled=options.progress):
+            frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, cache=ctx.cache)
+            return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
 
     def take(self, job: SparkJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         from dataflow.engines.spark.run import build_frames

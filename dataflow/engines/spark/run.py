@@ -85,8 +85,10 @@ class _Builder:
             self.frames.errors.append(df.where(bad).select(source.alias("source"), F.lit(op).alias("op"), etype.alias("error_type"), reason.alias("reason")))
         return df.where(~bad).drop(BAD, *checked.helpers)
 
-    def chain(self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str) -> DataFrame:
-        df = read_source(spark, read, files, side, storage)
+    def chain(
+        self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: dict | None = None
+    ) -> DataFrame:
+        df = read_source(spark, read, files, side, storage, cache)
         kinds = [s.kind for s in steps]
         df = self.finish(df, READ_STEP, "read", "read", chain, next_is_map=kinds[:1] == ["map"])
         for i, step in enumerate(steps):
@@ -95,8 +97,11 @@ class _Builder:
         return df
 
 
-def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True) -> JobFrames:
-    """Build (lazily) the output frame of ``job`` over ``files``, and the frames of its row errors."""
+def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: dict | None = None) -> JobFrames:
+    """Build (lazily) the output frame of ``job`` over ``files``, and the frames of its row errors.
+
+    ``cache`` (``{dir, max_bytes}``): remote files are read through the node-local cache tier.
+    """
     from connectors.registry import list_files
 
     builder = _Builder(observe)
@@ -104,8 +109,8 @@ def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, stor
     for side_input in job.inputs:
         src = side_input.read.source
         side_files = list_files(src.uri, src.format, src.options, storage)
-        named[side_input.name] = builder.chain(spark, side_input.read, side_input.steps, side_files, side, storage, named, f"src_{side_input.name}")
-    builder.frames.output = builder.chain(spark, job.read, job.steps, files, side, storage, named, "main")
+        named[side_input.name] = builder.chain(spark, side_input.read, side_input.steps, side_files, side, storage, named, f"src_{side_input.name}", cache)
+    builder.frames.output = builder.chain(spark, job.read, job.steps, files, side, storage, named, "main", cache)
     builder.frames.counted_read = job.read.counted
     return builder.frames
 
@@ -158,7 +163,7 @@ def _stats(frames: JobFrames) -> dict[int, StepStats]:
     return stats
 
 
-def _native_parquet(df: DataFrame, w, tmp_data: str, run_id: str) -> list[Any]:
+def _native_parquet(df: DataFrame, w, tmp_data: str, tag: str) -> list[Any]:
     """Write local Parquet with Spark's own writer, then give the parts our names."""
     import os
 
@@ -166,7 +171,7 @@ def _native_parquet(df: DataFrame, w, tmp_data: str, run_id: str) -> list[Any]:
 
     from connectors.formats import WrittenFile
 
-    staging = posixpath.join(posixpath.dirname(tmp_data), f"spark-parquet-{run_id[:8]}")
+    staging = posixpath.join(posixpath.dirname(tmp_data), f"spark-parquet-{tag}")
     compression = w.sink.options.get("compression", "zstd")
     df.write.option("compression", compression).option("maxRecordsPerFile", w.rows_per_file).mode("overwrite").parquet("file://" + staging)
     os.makedirs(tmp_data, exist_ok=True)
@@ -177,28 +182,28 @@ def _native_parquet(df: DataFrame, w, tmp_data: str, run_id: str) -> list[Any]:
         rows = pq.read_metadata(src).num_rows
         if not rows:
             continue
-        dst = posixpath.join(tmp_data, f"part-{run_id[:8]}-{i:05d}.parquet")
+        dst = posixpath.join(tmp_data, f"part-{tag}-{i:05d}.parquet")
         os.replace(src, dst)
         written.append(WrittenFile(dst, rows, os.path.getsize(dst)))
     shutil.rmtree(staging)
     return written
 
 
-def _native_errors(errors: DataFrame, side: SideOutputs, run_id: str) -> None:
+def _native_errors(errors: DataFrame, side: SideOutputs, tag: str) -> None:
     """Write error records with Spark's JSON writer (one record per line) into the errors side folder."""
     import os
 
-    staging = posixpath.join(posixpath.dirname(side.errors_dir), f"spark-errors-{run_id[:8]}")
+    staging = posixpath.join(posixpath.dirname(side.errors_dir), f"spark-errors-{tag}")
     errors.write.option("ignoreNullFields", "false").mode("overwrite").json("file://" + staging)
     os.makedirs(side.errors_dir, exist_ok=True)
     for i, name in enumerate(sorted(n for n in os.listdir(staging) if n.startswith("part-"))):
         src = posixpath.join(staging, name)
         if os.path.getsize(src):
-            os.replace(src, posixpath.join(side.errors_dir, f"spark-{run_id[:8]}-{i:05d}.jsonl"))
+            os.replace(src, posixpath.join(side.errors_dir, f"spark-{tag}-{i:05d}.jsonl"))
     shutil.rmtree(staging)
 
 
-def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: dict, tmp_data: str, run_id: str) -> list[Any]:
+def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: dict, tmp_data: str, run_id: str, publish_root: str | None = None) -> list[Any]:
     """Run the job: write its parts and its row errors, then its counters; return the written files.
 
     Local Parquet and local error records are written by Spark itself; other formats and remote
@@ -208,11 +213,13 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
     from connectors.registry import scheme_of
 
     w = job.write
+    # Files are named after the run and the shard (its tmp folder): shards of one run commit side by side.
+    tag = batch_key([run_id, tmp_data])[:8]
     try:
         if w.native:
-            written = _native_parquet(frames.output, w, tmp_data, run_id)
+            written = _native_parquet(frames.output, w, tmp_data, tag)
         else:
-            writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, run_id, w.rows_per_file)
+            writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, tag, w.rows_per_file, publish_root, w.max_file_bytes)
             rows = frames.output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
             written = [WrittenFile(r["path"], r["rows"], r["bytes"]) for r in rows if r["path"] is not None]
         if frames.errors:
@@ -220,7 +227,7 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
             for more in frames.errors[1:]:
                 errors = errors.unionByName(more)
             if scheme_of(side.uri) == "file":
-                _native_errors(errors, side, run_id)
+                _native_errors(errors, side, tag)
             else:
                 parallelism = errors.sparkSession.sparkContext.defaultParallelism
                 errors.coalesce(parallelism).mapInArrow(error_writer(asdict(side)), "rows long").collect()

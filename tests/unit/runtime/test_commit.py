@@ -56,3 +56,26 @@ def test_overwrite_replaces_and_append_adds(tmp_path):
     assert sorted(p.name for p in root.iterdir()) == ["_SUCCESS", "_errors", "_manifest.json", "part-r3"]
     assert list((root / "_errors").iterdir()) == []
     assert not (root / "_tmp").exists()
+
+
+def test_success_is_written_last_after_data_and_manifest(tmp_path, monkeypatch):
+    fs = filesystem(str(tmp_path))
+    layout = SinkLayout(str(tmp_path / "sink"), "run1")
+    files = [_stage(fs, layout, "part-a.parquet"), _stage(fs, layout, "part-b.parquet", error=True)]
+    events: list[str] = []
+    real_mv, real_open = fs.mv, fs.open
+
+    def mv(src, dst, *args, **kwargs):
+        events.append(f"mv {dst.rsplit('/', 1)[-1]}")
+        return real_mv(src, dst, *args, **kwargs)
+
+    def open_(path, mode="rb", *args, **kwargs):
+        if "w" in mode:
+            events.append(f"write {path.rsplit('/', 1)[-1]}")
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(fs, "mv", mv)
+    monkeypatch.setattr(fs, "open", open_)
+    _commit(fs, layout, "error", files)
+    assert events[-2:] == ["mv _manifest.json", "write _SUCCESS"]
+    assert {"mv part-a.parquet", "mv part-b.parquet", "mv run1-00000-e.jsonl"} <= set(events[: events.index("mv _manifest.json")])
