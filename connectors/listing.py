@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import posixpath
 from typing import Any
 
@@ -33,6 +34,21 @@ def _hidden(path: str, root: str) -> bool:
     return any(part.startswith((".", "_")) for part in rel.split("/"))
 
 
+def _published(fs, root: str) -> set[str] | None:
+    """Paths listed in ``root/_manifest.json`` when ``root`` is a committed dataflow sink, else None.
+
+    Readers trust the manifest, never a listing: on object stores a run's parts sit at their
+    final names before its manifest is written, and only listed files are committed output.
+    """
+    try:
+        manifest = json.loads(fs.cat_file(posixpath.join(root, "_manifest.json")))
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        raise ConnectorError(f"source '{root}': _manifest.json is not valid JSON ({exc})") from exc
+    return {str(f["path"]).rstrip("/") for f in manifest.get("files", [])}
+
+
 def _size_option(options: dict[str, Any], key: str) -> int | None:
     from connectors.sizes import parse_size
 
@@ -61,7 +77,15 @@ def _candidates(fs, uri: str, path: str, recursive: bool) -> tuple[dict[str, dic
         found = fs.find(root, detail=True)
     else:
         found = {i["name"]: i for i in fs.ls(root, detail=True)}
-    return {p: i for p, i in found.items() if i.get("type") != "directory" and not _hidden(p, root)}, root
+    found = {p: i for p, i in found.items() if i.get("type") != "directory" and not _hidden(p, root)}
+    published = _published(fs, root)
+    if published is not None:
+        found = {p: i for p, i in found.items() if _listed(posixpath.relpath(p, root), published)}
+    return found, root
+
+
+def _listed(rel: str, published: set[str]) -> bool:
+    return rel in published or any(rel.startswith(f"{entry}/") for entry in published)
 
 
 def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -72,7 +96,8 @@ def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> 
         uri: The source URI as written (a file, a directory or a glob).
         path: ``uri`` without its scheme, as ``fs`` understands it.
         fmt: The source format (chooses the default extensions).
-        options: Source options: ``recursive`` (default true), ``extensions`` (list, or ``"*"``),
+        options: Source options: ``recursive`` (default true), ``extensions`` (a list such as
+            ``[jpg, .PNG]`` or one name, matched case-insensitively; ``"*"`` for every file),
             ``include`` / ``exclude`` (glob patterns on the path relative to the root),
             ``min_size`` / ``max_size`` (bytes, or sizes such as ``10MB``; files outside are
             skipped) and ``ignore_missing`` (true: a missing or empty source reads as no rows).
@@ -82,7 +107,7 @@ def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> 
             ``ignore_missing``), or a size option is not a size.
     """
     exts = options.get("extensions", DEFAULT_EXTENSIONS.get(fmt, ()))
-    exts = () if exts == "*" else tuple(e.lower().lstrip(".") for e in exts)
+    exts = () if exts == "*" else tuple(e.lower().lstrip(".") for e in ([exts] if isinstance(exts, str) else exts))
     min_size, max_size = _size_option(options, "min_size"), _size_option(options, "max_size")
     ignore_missing = bool(options.get("ignore_missing", False))
     found = _candidates(fs, uri, path, options.get("recursive", True))

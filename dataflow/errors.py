@@ -69,18 +69,26 @@ class UnknownOpError(PipelineSpecError):
 
 
 class PlanError(DataflowError):
-    """The pipeline is well-formed but cannot be planned (column or modality flow)."""
+    """The pipeline is well-formed but cannot be planned (column or modality flow).
+
+    ``issues`` lists the problems of named steps (key path, no file yet); ``locate`` gives them
+    the file, line and column of a YAML pipeline.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str | None = None, issues: list[SpecIssue] | tuple[SpecIssue, ...] = ()):
+        self.issues = list(issues)
+        super().__init__(message if message is not None else "\n".join(str(i) for i in self.issues))
 
 
 class EngineCapabilityError(PlanError):
     """An engine cannot run a plan node; says what to set instead."""
 
-    def __init__(self, engine: str, what: str, instead: str | None = None):
+    def __init__(self, engine: str, what: str = "", instead: str | None = None, issues: list[SpecIssue] | tuple[SpecIssue, ...] = ()):
         self.engine = engine
         msg = f"engine '{engine}' cannot run {what}"
-        super().__init__(f"{msg}; {instead}" if instead else msg)
+        super().__init__(None if issues else (f"{msg}; {instead}" if instead else msg), issues)
 
 
 class ConnectorError(DataflowError):

@@ -60,22 +60,49 @@ def read_jsonl(source: str, data: bytes, options: dict[str, Any]) -> Iterator[di
         yield {"source": src, **value}  # a "source" field in the data is earlier lineage and wins
 
 
+def _undecodable(src: str, record: list[str], encoding: str) -> BadRecord | None:
+    """A row error when a record holds bytes ``encoding`` cannot decode (kept as surrogate escapes)."""
+    for number, field in enumerate(record, start=1):
+        for ch in field:
+            if "\udc80" <= ch <= "\udcff":
+                return BadRecord(src, "UnicodeDecodeError", f"undecodable text ({encoding}): byte 0x{ord(ch) - 0xDC00:02x} in field {number}")
+    return None
+
+
 def read_csv(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
-    """One row per CSV record after the header; a record with the wrong field count is a row error."""
+    """One row per CSV record after the header; a bad record is a row error, never a failed file.
+
+    A record is bad when it has the wrong field count, holds bytes the ``encoding`` cannot decode,
+    or breaks the CSV syntax (``csv.Error``, e.g. a field over the size limit). An undecodable
+    header is reported too, and its names are read with U+FFFD for the bad bytes.
+    """
     encoding = options.get("encoding", "utf-8")
-    text = _decode(source, data, encoding)
-    if isinstance(text, BadRecord):
-        yield text
-        return
+    # NOTE: surrogateescape keeps each undecodable byte, so the record that holds it (not the file) fails.
+    text = data.decode(encoding, "surrogateescape")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=options.get("delimiter", ","))
     header = next(reader, None)
     if header is None:
         return
-    for row in reader:
-        src = f"{source}#line={reader.line_num}"
+    bad = _undecodable(f"{source}#line=1", header, encoding)
+    if bad is not None:
+        yield bad
+        header = [h.encode(encoding, "surrogateescape").decode(encoding, "replace") for h in header]
+    while True:
+        src = f"{source}#line={reader.line_num + 1}"
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield BadRecord(src, "csv.Error", f"malformed CSV record: {exc}")
+            continue
         if not row:
             continue
         if len(row) != len(header):
             yield BadRecord(src, "ValueError", f"CSV record has {len(row)} fields, header has {len(header)}")
+            continue
+        bad = _undecodable(src, row, encoding)
+        if bad is not None:
+            yield bad
             continue
         yield {"source": src, **dict(zip(header, row))}

@@ -16,9 +16,13 @@ from dataflow.cli.clusters import broker_options as _broker_options
 __all__ = ["cli", "main"]
 
 def _load(path: str, overrides):
-    from dataflow.dsl.parse import load_pipeline
+    """Load PIPELINE; its line map stays in the click context so plan errors can name their lines."""
+    from dataflow.cli.options import PIPELINE_LINES
+    from dataflow.dsl.parse import load_pipeline_with_lines
 
-    return load_pipeline(path, overrides=tuple(overrides))
+    spec, lines = load_pipeline_with_lines(path, overrides=tuple(overrides))
+    click.get_current_context().meta[PIPELINE_LINES] = (path, lines)
+    return spec
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -131,8 +135,9 @@ def validate(pipeline, overrides):
     from dataflow.runner import compile_pipeline
 
     spec = _load(pipeline, overrides)
-    compile_pipeline(spec)
-    click.echo(f"{pipeline}: valid ({len(spec.steps)} steps)")
+    _, optimized, _, _ = compile_pipeline(spec)
+    stages = f" in {len(spec.stages)} stages" if spec.stages else ""
+    click.echo(f"{pipeline}: valid ({len(spec.all_steps)} steps{stages}; engine: {' -> '.join(optimized.engines)})")
 
 
 @cli.command()

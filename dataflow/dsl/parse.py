@@ -1,6 +1,7 @@
 """Turn YAML data into a validated PipelineSpec, reporting every problem with its place."""
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import typing
 from typing import Any
@@ -8,10 +9,10 @@ from typing import Any
 import pydantic
 
 from dataflow.dsl.spec import PipelineSpec
-from dataflow.dsl.yaml_io import LineMap, apply_overrides, format_path, load, substitute_env
+from dataflow.dsl.yaml_io import LineMap, apply_overrides, format_path, load, parse_key_path, substitute_env
 from dataflow.errors import PipelineSpecError, SpecIssue, UnknownOpError
 
-__all__ = ["load_pipeline", "parse_pipeline"]
+__all__ = ["load_pipeline", "load_pipeline_with_lines", "locate_issues", "parse_pipeline"]
 
 
 def _submodel(model: Any, part: str | int) -> Any:
@@ -113,11 +114,9 @@ def _check_source_refs(spec, params: dict, path: tuple, data: dict, lines: LineM
     return issues
 
 
-def _missing_requirements(spec) -> list[str]:
-    """Modules an op declares in ``requires`` that do not import here."""
-    import importlib.util
-
-    return [m for m in spec.requires if importlib.util.find_spec(m.split(".")[0]) is None]
+def _missing_requirements(spec, params) -> tuple[list[str], str]:
+    """Modules the op needs with these params (``requires``, and ``needs`` by value) that do not import here, and the pip line."""
+    return spec.missing(params if isinstance(params, dict) else None)
 
 
 def _check_steps(data: dict, lines: LineMap, file: str | None) -> list[SpecIssue]:
@@ -129,17 +128,22 @@ def _check_steps(data: dict, lines: LineMap, file: str | None) -> list[SpecIssue
             continue
         key = (*path, "op")
         line, col = lines.get(key, (None, None))
+        assumed = ""
         try:
             spec = get_op(step["op"])
         except UnknownOpError as exc:
             issues.append(SpecIssue(key=format_path(key), message=exc.message, file=file, line=line, col=col, hint=exc.hint))
-            continue
-        missing = _missing_requirements(spec)
+            if not exc.suggestions:
+                continue
+            # Check the params against the likely op too, so one run reports both typos.
+            spec = get_op(exc.suggestions[0])
+            assumed = f", assuming 'op: {exc.suggestions[0]}'"
+        missing, install = ([], "") if assumed else _missing_requirements(spec, step.get("params"))
         if missing:
             issues.append(SpecIssue(
                 key=format_path(key), file=file, line=line, col=col,
                 message=f"op '{spec.name}' needs {', '.join(missing)}, which is not installed",
-                hint=f"run: pip install 'dataflow[{spec.extra}]'" if spec.extra else f"run: pip install {' '.join(missing)}",
+                hint=f"run: {install}",
             ))
         params = step.get("params") or {}
         if not isinstance(params, dict):
@@ -155,7 +159,7 @@ def _check_steps(data: dict, lines: LineMap, file: str | None) -> list[SpecIssue
         try:
             spec.params(**params)
         except pydantic.ValidationError as exc:
-            issues += _issues_from_validation(exc, spec.params, (*path, "params"), lines, file, what=f"op '{spec.name}' params")
+            issues += _issues_from_validation(exc, spec.params, (*path, "params"), lines, file, what=f"op '{spec.name}' params{assumed}")
         issues += _check_source_refs(spec, params, path, data, lines, file)
     return issues
 
@@ -201,8 +205,10 @@ def parse_pipeline(
     return spec
 
 
-def load_pipeline(path: str, *, overrides: list[str] | tuple[str, ...] = (), environ: dict[str, str] | None = None) -> PipelineSpec:
-    """Read and validate a pipeline YAML file.
+def load_pipeline_with_lines(
+    path: str, *, overrides: list[str] | tuple[str, ...] = (), environ: dict[str, str] | None = None
+) -> tuple[PipelineSpec, LineMap]:
+    """Read and validate a pipeline YAML file; return the spec and its key path -> (line, column) map.
 
     Raises:
         PipelineSpecError: the file is unreadable, not YAML, or not a valid pipeline.
@@ -213,4 +219,26 @@ def load_pipeline(path: str, *, overrides: list[str] | tuple[str, ...] = (), env
     except OSError as exc:
         raise PipelineSpecError([SpecIssue(key="", message=f"cannot read pipeline file: {exc.strerror}", file=path)]) from exc
     data, lines = load(text, file=path)
-    return parse_pipeline(data, file=path, lines=lines, overrides=overrides, environ=environ)
+    return parse_pipeline(data, file=path, lines=lines, overrides=overrides, environ=environ), lines
+
+
+def load_pipeline(path: str, *, overrides: list[str] | tuple[str, ...] = (), environ: dict[str, str] | None = None) -> PipelineSpec:
+    """Read and validate a pipeline YAML file.
+
+    Raises:
+        PipelineSpecError: the file is unreadable, not YAML, or not a valid pipeline.
+    """
+    return load_pipeline_with_lines(path, overrides=overrides, environ=environ)[0]
+
+
+def locate_issues(issues: list[SpecIssue], file: str | None, lines: LineMap) -> list[SpecIssue]:
+    """Give issues keyed by path (a plan's, e.g. ``steps[1]``) the file, line and column of that key, in file order."""
+    located = []
+    for issue in issues:
+        try:
+            path = parse_key_path(issue.key)
+        except ValueError:
+            path = ()
+        line, col = next((lines[path[:n]] for n in range(len(path), 0, -1) if path[:n] in lines), (issue.line, issue.col))
+        located.append(dataclasses.replace(issue, file=issue.file or file, line=line, col=col))
+    return sorted(located, key=lambda i: (i.line or 0, i.col or 0))

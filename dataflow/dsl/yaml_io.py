@@ -9,7 +9,7 @@ import yaml
 
 from dataflow.errors import PipelineSpecError, SpecIssue
 
-__all__ = ["LineMap", "apply_overrides", "dump", "format_path", "load", "substitute_env"]
+__all__ = ["LineMap", "apply_overrides", "dump", "format_path", "load", "parse_key_path", "substitute_env"]
 
 Path = tuple[str | int, ...]
 LineMap = dict[Path, tuple[int, int]]
@@ -98,7 +98,12 @@ def substitute_env(data: Any, environ: dict[str, str] | None = None, path: Path 
     return data, missing
 
 
-def _parse_key_path(text: str) -> Path:
+def parse_key_path(text: str) -> Path:
+    """Read ``steps[1].params`` back as ``("steps", 1, "params")``.
+
+    Raises:
+        ValueError: the text is not a key path.
+    """
     parts: list[str | int] = []
     pos = 0
     for m in _SEGMENT_RE.finditer(text):
@@ -127,7 +132,7 @@ def apply_overrides(data: Any, overrides: list[str] | tuple[str, ...]) -> Any:
         try:
             if not sep:
                 raise ValueError(item)
-            path = _parse_key_path(key.strip())
+            path = parse_key_path(key.strip())
         except ValueError:
             issues.append(SpecIssue(key=key, file="--set", message=f"malformed override '{item}' (expected key.path=value, e.g. steps[0].params.max_side=128)"))
             continue

@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Protocol
 
-from dataflow.errors import EngineCapabilityError
+from dataflow.errors import EngineCapabilityError, SpecIssue
 from dataflow.ops.declare import Modality, OpKind, OpSpec, Resources
-from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, SideInput, Step
+from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Step
 from dataflow.plan.rules_media import DraftJpegDecodes
 
 __all__ = ["DEFAULT_RULES", "AssignEngines", "FuseAdjacentMaps", "InsertHandoffs", "Rule", "optimize"]
@@ -29,7 +29,7 @@ class AssignEngines:
 
     ``auto`` picks Spark when every step is a table op that Spark lowers and the input is tabular or
     line-based, and Ray otherwise (media steps, media sources, or an op only Ray runs). A step the
-    chosen engine cannot run is an error naming the step and the engines that can.
+    chosen engine cannot run is an error naming the step and the engines that can (every such step, in one error).
     """
 
     def __init__(self, spark_available: bool = False, supports: dict[str, Supports] | None = None):
@@ -55,15 +55,17 @@ class AssignEngines:
             return "ray", f"auto: table steps, but Spark has no lowering for {', '.join(sorted({s.op.name for s in lacking}))}; Ray Data runs them"
         return "spark", f"auto: every step is a table op over a '{source_format}' source, which Spark runs natively"
 
-    def _check(self, engine: str, steps: list[Step], reason: str) -> None:
-        lacking = self._lacking(engine, steps)
-        if not lacking:
-            return
-        lines = []
-        for s in lacking:
+    def _check(self, engine: str, steps: list[Step], reason: str) -> list[SpecIssue]:
+        """One issue per step ``engine`` cannot run, naming the engines that can."""
+        issues = []
+        for s in self._lacking(engine, steps):
             have = [e for e in _ENGINE_ORDER if e != engine and (e == "ray" or self.spark_available) and not self._lacking(e, [s])]
-            lines.append(f"{s.path} ({s.op.name}): engine '{engine}' cannot run this op; engines that can: {', '.join(have) or 'none'}")
-        raise EngineCapabilityError(engine, "\n".join(lines), f"({reason}); set engine: to one of those, or run the step in a stage of its own")
+            issues.append(SpecIssue(
+                key=s.path,
+                message=f"engine '{engine}' cannot run {s.op.name} ({reason}); engines that can: {', '.join(have) or 'none'}",
+                hint="set engine: to one of those, or run the step in a stage of its own",
+            ))
+        return issues
 
     def _groups(self, plan: LogicalPlan) -> list[tuple[str, list[Step]]]:
         """The main chain's steps by stage (one group without stages)."""
@@ -80,7 +82,7 @@ class AssignEngines:
         spec = plan.spec
         stage_engines = {s.name: s.engine for s in spec.stages}
         engine_of: dict[int, str] = {}
-        reasons = []
+        reasons, issues = [], []
         source_format = spec.source.format
         for name, steps in self._groups(plan):
             requested = stage_engines.get(name, "auto")
@@ -88,7 +90,7 @@ class AssignEngines:
             if requested == "auto":
                 requested, forced_by = spec.engine, "in the pipeline"
             engine, reason = self._choose(requested, steps, source_format, forced_by)
-            self._check(engine, steps, reason)
+            issues += self._check(engine, steps, reason)
             engine_of.update({id(s): engine for s in steps})
             reasons.append((name, engine, reason))
             source_format = "parquet"  # the next stage reads the handoff
@@ -97,17 +99,18 @@ class AssignEngines:
         for node in plan.nodes:
             current = engine_of.get(id(node), current)
             nodes.append(replace(node, engine=current))
-        inputs = tuple(replace(side, nodes=self._side(side, _consumer_engine(nodes, side.name, first))) for side in plan.inputs)
+        inputs = []
+        for side in plan.inputs:
+            engine = _consumer_engine(nodes, side.name, first)
+            issues += self._check(engine, [n for n in side.nodes if isinstance(n, Step)], f"source '{side.name}' is read by a step on {engine}")
+            inputs.append(replace(side, nodes=tuple(replace(n, engine=engine) for n in side.nodes)))
+        if issues:
+            raise EngineCapabilityError(first, issues=issues)
         if len(reasons) == 1:
             text = reasons[0][2]
         else:
             text = "; ".join(f"stage '{n}' on {e} ({r})" for n, e, r in reasons)
-        return replace(plan, nodes=tuple(nodes), engine_reason=text, inputs=inputs)
-
-    def _side(self, side: SideInput, engine: str) -> tuple:
-        steps = [n for n in side.nodes if isinstance(n, Step)]
-        self._check(engine, steps, f"source '{side.name}' is read by a step on {engine}")
-        return tuple(replace(n, engine=engine) for n in side.nodes)
+        return replace(plan, nodes=tuple(nodes), engine_reason=text, inputs=tuple(inputs))
 
 
 def _consumer_engine(nodes: list, name: str, default: str) -> str:
@@ -120,18 +123,25 @@ def _fusible(step: Step) -> bool:
     return step.op.kind in _ROW_WISE and not step.uses_gpu
 
 
-def _merge(a: Resources, b: Resources) -> Resources | None:
-    """Resources of a stage running both, or None when they disagree on pool shape."""
-    for name in ("concurrency", "batch_size", "memory"):
-        va, vb = getattr(a, name), getattr(b, name)
-        if va is not None and vb is not None and va != vb:
-            return None
-    cpus = [c for c in (a.num_cpus, b.num_cpus) if c is not None]
+def _pick(choose: Callable, *values):
+    given = [v for v in values if v is not None]
+    return choose(given) if given else None
+
+
+def _merge(a: Resources, b: Resources, actors: bool) -> Resources | None:
+    """Resources of one stage running both steps, or None when they ask for different actor pools.
+
+    The fused batch function needs the larger CPU and memory request and the smaller batch (so a
+    step asking for small batches of large rows gets them); task stages take the tighter
+    concurrency cap. Two different ``concurrency`` values of an actor pool are not mergeable.
+    """
+    if actors and None not in (a.concurrency, b.concurrency) and a.concurrency != b.concurrency:
+        return None
     return Resources(
-        num_cpus=max(cpus) if cpus else None,
-        concurrency=a.concurrency if a.concurrency is not None else b.concurrency,
-        batch_size=a.batch_size if a.batch_size is not None else b.batch_size,
-        memory=a.memory if a.memory is not None else b.memory,
+        num_cpus=_pick(max, a.num_cpus, b.num_cpus),
+        concurrency=_pick(min, a.concurrency, b.concurrency),
+        batch_size=_pick(min, a.batch_size, b.batch_size),
+        memory=_pick(max, a.memory, b.memory),
     )
 
 
@@ -147,7 +157,7 @@ def _fuse(nodes) -> tuple:
             and _fusible(node)
             and all(_fusible(s) for s in prev.steps)
             and prev.engine == node.engine
-            and (merged := _merge(prev.resources, node.resources)) is not None
+            and (merged := _merge(prev.resources, node.resources, prev.stateful or node.op.stateful)) is not None
         ):
             out[-1] = replace(prev, steps=(*prev.steps, node), resources=merged)
         else:
@@ -156,7 +166,12 @@ def _fuse(nodes) -> tuple:
 
 
 class FuseAdjacentMaps:
-    """Fuse adjacent row-wise CPU steps on one engine into a FusedMap; every step ends in a stage."""
+    """Fuse adjacent row-wise CPU steps on one engine into a FusedMap; every step ends in a stage.
+
+    Decoded pixels cross a stage boundary only into or out of a GPU step: differing batch sizes
+    still fuse (the smallest wins); GPU steps, global steps and actor pools of different sizes
+    stay apart.
+    """
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
         inputs = tuple(replace(side, nodes=_fuse(side.nodes)) for side in plan.inputs)

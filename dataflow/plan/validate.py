@@ -5,9 +5,10 @@ import typing
 
 import pydantic
 
-from dataflow.errors import PlanError
+from dataflow.errors import EngineCapabilityError, PlanError, SpecIssue
 from dataflow.ops.registry import all_ops
 from dataflow.plan.nodes import LogicalPlan, Read, Step, source_columns
+from dataflow.plan.rules import Rule
 
 __all__ = ["param_reads", "validate_plan"]
 
@@ -65,7 +66,7 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
     return frozenset(columns), frozenset(markers)
 
 
-def _var_problems(node: Step, markers: frozenset[str]) -> list[str]:
+def _var_problems(node: Step, markers: frozenset[str]) -> list[SpecIssue]:
     if not markers:
         return []
     given = set((getattr(node.params, "vars", None) or {}).keys())
@@ -73,10 +74,11 @@ def _var_problems(node: Step, markers: frozenset[str]) -> list[str]:
     if not missing:
         return []
     where = "vars" if "vars" in type(node.params).model_fields else "vars (this op takes none)"
-    return [f"{node.path} ({node.op.name}) uses :{', :'.join(missing)} but {where} gives no value for it (have: {', '.join(sorted(given)) or 'none'})"]
+    have = ", ".join(sorted(given)) or "none"
+    return [SpecIssue(key=node.path, message=f"{node.op.name} uses :{', :'.join(missing)} but {where} gives no value for it (have: {have})")]
 
 
-def _chain_problems(nodes, source_format: str) -> list[str]:
+def _chain_problems(nodes, source_format: str) -> list[SpecIssue]:
     problems = []
     columns = None
     for node in nodes:
@@ -91,11 +93,12 @@ def _chain_problems(nodes, source_format: str) -> list[str]:
                     if col not in columns:
                         makers = [s.name for s in all_ops() if col in _outputs_with_defaults(s) and s.name != node.op.name]
                         makers.sort(key=lambda n: (not n.startswith(node.op.modality.value + "."), n))
-                        fix = f"; add {makers[0]} before it" if makers else ""
-                        problems.append(
-                            f"{node.path} ({node.op.name}) needs column '{col}', which no earlier step or the "
-                            f"'{source_format}' source provides (have: {', '.join(sorted(columns))}){fix}"
-                        )
+                        problems.append(SpecIssue(
+                            key=node.path,
+                            message=f"{node.op.name} needs column '{col}', which no earlier step or the "
+                            f"'{source_format}' source provides (have: {', '.join(sorted(columns))})",
+                            hint=f"add {makers[0]} before it" if makers else None,
+                        ))
             if node.op.output_columns is not None:
                 columns = node.op.output_columns(columns, node.params)
             elif columns is not None:
@@ -103,15 +106,27 @@ def _chain_problems(nodes, source_format: str) -> list[str]:
     return problems
 
 
-def validate_plan(plan: LogicalPlan) -> LogicalPlan:
+def validate_plan(plan: LogicalPlan, engines: Rule | None = None) -> LogicalPlan:
     """Check that every step finds the columns it reads and the ``:var`` values it uses.
 
+    Args:
+        plan: The logical plan.
+        engines: The run's engine assignment (``AssignEngines``); its capability problems are
+            reported in the same error.
+
     Raises:
-        PlanError: listing each step that reads a column no earlier node writes, with a fix.
+        PlanError: one issue per problem, keyed by the step's path (e.g. ``steps[1]``): each step
+            that reads a column no earlier node writes (with a fix), and each step its engine
+            cannot run.
     """
     problems = _chain_problems(plan.nodes, plan.spec.source.format)
     for side in plan.inputs:
         problems += _chain_problems(side.nodes, side.nodes[0].source.format)
+    if engines is not None:
+        try:
+            engines.apply(plan)
+        except EngineCapabilityError as exc:
+            problems += exc.issues or [SpecIssue(key="engine", message=str(exc))]
     if problems:
-        raise PlanError("\n".join(problems))
+        raise PlanError(issues=problems)
     return plan

@@ -77,14 +77,15 @@ class StageExecutor:
     A global op (dedup, aggregation) is called once with the whole dataset as its batch.
     """
 
-    def __init__(self, calls: list[StepCall], device: str = "cpu"):
+    def __init__(self, calls: list[StepCall], devices: list[str] | None = None):
+        """Bind each step; ``devices`` names each step's implementation ("cpu" or "gpu", default all "cpu")."""
         from dataflow.ops.registry import get_op
 
         self.calls = calls
         self.ops = [get_op(c.op) for c in calls]
         self._params = {spec.name: c.params for spec, c in zip(self.ops, calls)}
         self.fns: list[Callable[[Any], Any]] = [
-            spec.bind(spec.params(**c.params), device if spec.gpu_target is not None else "cpu") for spec, c in zip(self.ops, calls)
+            spec.bind(spec.params(**c.params), device) for spec, c, device in zip(self.ops, calls, devices or ["cpu"] * len(calls))
         ]
 
     def __call__(self, cols: Columns) -> tuple[Columns, list[ErrorRecord], dict[int, StepStats]]:

@@ -50,6 +50,8 @@ SYSLOG_LINES = [
 SYSLOG_PATTERN = r"(?P<host>\S+) %(?P<facility>[A-Z]+)-(?P<severity>\d)-(?P<event>[A-Z_]+):(?:.* (?P<port>Eth\S+))?"
 CASTS = [{"a": "12", "b": "true"}, {"a": " 7 ", "b": "no"}, {"a": "abc", "b": "yes"}, {"a": None, "b": "1"}, {"a": "1e3", "b": "0"}]
 LABELS_CSV = "link,label,rx\na,gold,x\nc,bad,y\nd,none,z\n"
+# A JSONL source with one line that is not UTF-8 and one that is not JSON: one row error each.
+RAW_JSONL = b'{"ts": 1, "link": "a"}\n{"ts": 2, "link": "b\xff"}\n{"ts": 3, "link":\n\n{"ts": 4, "link": "d \xc3\xa9"}\n'
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Data:
     syslog: str
     casts: str
     labels: str
+    jsonl: str
 
     def row(self, i: int, **extra: Any) -> dict[str, Any]:
         return {**LINKS[i], "source": f"{self.links}#row={i}", **extra}
@@ -75,7 +78,11 @@ def write_data(root: pathlib.Path) -> Data:
     (root / "syslog.txt").write_text("\n".join(SYSLOG_LINES) + "\n")
     pq.write_table(pa.Table.from_pylist(CASTS), root / "casts.parquet")
     (root / "labels.csv").write_text(LABELS_CSV)
-    return Data(str(root / "links.parquet"), str(root / "tele.txt"), str(root / "syslog.txt"), str(root / "casts.parquet"), str(root / "labels.csv"))
+    (root / "raw.jsonl").write_bytes(RAW_JSONL)
+    return Data(
+        str(root / "links.parquet"), str(root / "tele.txt"), str(root / "syslog.txt"), str(root / "casts.parquet"), str(root / "labels.csv"),
+        str(root / "raw.jsonl"),
+    )
 
 
 @dataclass
@@ -145,6 +152,12 @@ CASES: dict[str, Case] = {
         ],
         lambda d: [(f"{d.json_lines}#line=2", "table.parse_json", "JSONDecodeError"), (f"{d.json_lines}#line=3", "table.parse_json", "TypeError"),
                    (f"{d.json_lines}#line=4", "table.parse_json", "TypeError"), (f"{d.json_lines}#line=7", "table.parse_json", "TypeError")],
+    ),
+    "jsonl_source_bad_lines": Case(
+        "jsonl",
+        [{"op": "table.select", "params": {"columns": ["ts", "link"]}}],
+        lambda d: [{"source": f"{d.jsonl}#line=1", "ts": 1, "link": "a"}, {"source": f"{d.jsonl}#line=5", "ts": 4, "link": "d é"}],
+        lambda d: [(f"{d.jsonl}#line=2", "read", "UnicodeDecodeError"), (f"{d.jsonl}#line=3", "read", "JSONDecodeError")],
     ),
     "parse_regex_errors": Case(
         "syslog",
@@ -228,6 +241,7 @@ def _uri(d: Data, name: str) -> dict[str, Any]:
         "syslog": _text(d.syslog),
         "casts": {"uri": d.casts, "format": "parquet"},
         "labels": {"uri": d.labels, "format": "csv"},
+        "jsonl": {"uri": d.jsonl, "format": "jsonl"},
     }[name]
 
 
@@ -286,6 +300,21 @@ class EngineContract:
         assert_same_rows(rows, case.expected(data))
         assert errors == sorted(case.errors(data))
         assert report.rows_errored == len(errors)
+
+    @pytest.mark.parametrize(
+        "sink, most_rows",
+        [({"format": "parquet", "max_file_bytes": 7000}, 3), ({"format": "jsonl", "max_file_bytes": 7000}, 3), ({"format": "parquet", "rows_per_file": 2}, 2)],
+        ids=["parquet-by-bytes", "jsonl-by-bytes", "by-rows"],
+    )
+    def test_sink_shards_files_by_rows_and_by_bytes(self, engine: str, sink: dict[str, Any], most_rows: int, tmp_path: pathlib.Path):
+        # Each row carries ~2 kB: 7000 bytes hold 3 rows by the engines' in-memory size estimate.
+        pq.write_table(pa.table({"id": list(range(10)), "blob": [f"{i:02d}" * 1000 for i in range(10)]}), tmp_path / "blobs.parquet")
+        doc = {"name": "shards", "engine": engine, "source": {"uri": str(tmp_path / "blobs.parquet"), "format": "parquet"},
+               "steps": [{"op": "table.select", "params": {"columns": ["id", "blob"]}}], "sink": {"uri": str(tmp_path / "out"), **sink}}
+        run_pipeline(parse_pipeline(doc), QUIET)
+        files = json.loads((tmp_path / "out" / "_manifest.json").read_text())["files"]
+        assert sorted(f["rows"] for f in files)[-1] == most_rows and len(files) >= -(-10 // most_rows)
+        assert sum(f["rows"] for f in files) == 10
 
     def test_filter_counts_rows_in_out_and_dropped(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)

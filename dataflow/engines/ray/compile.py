@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from dataflow.dsl.spec import SinkSpec, SourceSpec
+from dataflow.engines.ray.read import FILES_PER_TASK
 from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import Modality
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write
@@ -21,11 +22,28 @@ DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class RayRead:
-    """Read files with ``read_binary_files`` (then parse lines) or ``read_parquet``."""
+    """The read: work items listed at the driver go to ``ray.data.from_items``, then read tasks fetch them.
+
+    ``reader`` names the items: ``files`` (whole files fetched by ``FetchFiles`` through the URI
+    layer and its cache, then turned into rows, or parsed when ``parse`` names a line format),
+    ``row_groups`` (Parquet, one row group per task) or ``shards`` (WebDataset tar shards streamed
+    by ``ReadShards``).
+    """
 
     source: SourceSpec
     reader: str
     parse: str | None
+
+    def describe(self) -> str:
+        """The ``read:`` line of ``dataflow explain``: what runs, in order."""
+        uri = self.source.uri
+        if self.reader == "row_groups":
+            return f"ray.data.from_items(row groups listed from the Parquet footers under {uri}) -> map_batches[read one row group per task] into rows"
+        if self.reader == "shards":
+            return f"ray.data.from_items(tar shards listed under {uri}) -> map_batches[ReadShards, 1 shard per task] streams samples into rows"
+        whole_text = self.parse == "text" and self.source.options.get("split", "file") == "file"
+        rows = f"parse {self.parse} lines into rows" if self.parse and not whole_text else "one row per file"
+        return f"ray.data.from_items(files listed under {uri}) -> map_batches[FetchFiles, {FILES_PER_TASK} files per task] -> {rows}"
 
 
 @dataclass(frozen=True)
@@ -51,6 +69,9 @@ class RayGlobal:
     label: str
     call: StepCall
     strategy: str
+    num_cpus: float | None = None  # num_cpus, num_gpus, batch_size: for the map a distributed
+    num_gpus: float | None = None  # lowering runs (e.g. MinHash signatures)
+    batch_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -75,14 +96,11 @@ class RayJob:
 
     def describe(self) -> str:
         """The ``== Ray job ==`` section of ``dataflow explain``."""
-        r = self.read
-        parse = f" -> parse {r.parse} lines into rows" if r.parse else ""
-        what = "parquet row groups" if r.parse == "parquet" else r.source.uri
-        parse = " -> read each row group into rows" if r.parse == "parquet" else parse
-        lines = ["== Ray job ==", f"read: ray.data.{r.reader}({what}){parse}"]
+        lines = ["== Ray job ==", f"read: {self.read.describe()}"]
         for s in self.stages:
             if isinstance(s, RayGlobal):
-                lines.append(f"{s.name}: global[{s.label}] via {s.strategy}")
+                res = ", ".join(f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("batch_size", s.batch_size)) if v is not None)
+                lines.append(f"{s.name}: global[{s.label}] via {s.strategy}" + (f", {res}" if res else ""))
                 continue
             res = ", ".join(
                 f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("memory", s.memory), ("concurrency", s.concurrency)) if v is not None
@@ -102,8 +120,10 @@ def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
     fmt = node.source.format
     if fmt == "parquet":
         # One read task per row group, listed from the footers: exact row offsets in ``source``.
-        return RayRead(source=node.source, reader="from_items", parse="parquet")
-    return RayRead(source=node.source, reader="read_binary_files", parse=fmt if fmt in LINE_FORMATS else None)
+        return RayRead(source=node.source, reader="row_groups", parse="parquet")
+    if fmt == "webdataset":
+        return RayRead(source=node.source, reader="shards", parse=None)
+    return RayRead(source=node.source, reader="files", parse=fmt if fmt in LINE_FORMATS else None)
 
 
 def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
@@ -137,6 +157,9 @@ def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
         label=node.op.name,
         call=StepCall(index=node.index, op=node.ref or node.op.name, params=node.params.model_dump()),
         strategy="distributed Ray lowering" if distributed else "materialize, then one call over all rows",
+        num_cpus=node.resources.num_cpus,
+        num_gpus=node.resources.num_gpus or None,
+        batch_size=node.resources.batch_size or (TABLE_BATCH_SIZE if node.resources.num_gpus else None),
     )
 
 

@@ -39,7 +39,7 @@ class RayEngine:
 
         self._start(options)
         ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs, cache=ctx.cache)
-        return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress)
+        return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress, ctx.publish_root)
 
     def take(self, job: RayJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         from dataflow.engines.ray.run import build_dataset

@@ -16,6 +16,7 @@ import numpy as np
 from dataflow.engines.base import CACHE_COUNTERS_DIR
 from dataflow.runtime.batch import Columns, from_rows
 from dataflow.runtime.error_sink import ErrorRecord
+from dataflow.runtime.io_stats import IoSpan, record_io, shard_tmp_of
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
@@ -78,16 +79,18 @@ class FetchFiles:
         self.source_uri, self.storage_options, self.cache, self.side = source_uri, storage_options, cache, side
 
     def __call__(self, batch: Columns) -> Columns:
-        from connectors.registry import cache_counters, filesystem, strip_scheme
+        from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, strip_scheme
 
         fs = filesystem(self.source_uri, self.storage_options, self.cache)
-        before = cache_counters(fs)
+        before, io_before = cache_counters(fs), io_counters()
         uris = [str(u) for u in batch["uri"]]
         data = []
         for uri, info in zip(uris, batch["info"]):
             path = strip_scheme(uri)
             data.append(fs.cat_file(path, info=json.loads(info)) if before is not None and info else fs.cat_file(path))
+            count_bytes_read(len(data[-1]))
         record_cache(self.side, "read", batch_key(uris), before, cache_counters(fs))
+        record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", batch_key(uris), io_before, io_counters())
         out_bytes = np.empty(len(data), dtype=object)
         out_bytes[:] = data
         return {"path": np.array([_path_of(u) for u in uris], dtype=object), "bytes": out_bytes}
@@ -101,10 +104,10 @@ class ReadShards:
 
     def __call__(self, batch: Columns) -> Iterator[Columns]:
         from connectors.formats import BadRecord
-        from connectors.registry import cache_counters, filesystem, strip_scheme, webdataset_reader
+        from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, strip_scheme, webdataset_reader
 
         fs = filesystem(self.source_uri, self.storage_options, self.cache)
-        before = cache_counters(fs)
+        before, span = cache_counters(fs), IoSpan(io_counters)
         read_shard = webdataset_reader()
         uris = [str(u) for u in batch["uri"]]
         st, rows, errors = StepStats(), [], []
@@ -118,8 +121,12 @@ class ReadShards:
                     rows.append(rec)
                     if len(rows) >= SAMPLES_PER_BATCH:
                         st.rows_out += len(rows)
+                        span.pause()
                         yield from_rows(rows, ["source"])
+                        span.resume()
                         rows = []
+                count_bytes_read(f.tell())
+        span.pause()
         if rows:
             st.rows_out += len(rows)
             yield from_rows(rows, ["source"])
@@ -128,3 +135,4 @@ class ReadShards:
         key = batch_key(uris)
         self.side.write("read", key, errors, {READ_STEP: st})
         record_cache(self.side, "read", key, before, cache_counters(fs))
+        record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", key, {}, span.total)

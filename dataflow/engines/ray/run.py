@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from dataflow.engines.ray.compile import RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadShards, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
 from dataflow.ops.table.named import bind_tables
 from dataflow.runtime.batch import Columns, concat, from_arrow, from_rows, length, take
 from dataflow.runtime.error_sink import ErrorRecord
+from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
@@ -61,12 +63,12 @@ class ReadAdapter:
 
 
     def _parquet(self, batch: Columns) -> Columns:
-        from connectors.registry import cache_counters, filesystem, read_parquet_part
+        from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part
 
         parts = []
         names = [f"{u}#row_group={g}" for u, g in zip(batch["uri"], batch["row_group"])]
         fs = filesystem(str(batch["uri"][0]), self.storage_options, self.cache) if len(names) else None
-        before = cache_counters(fs)
+        before, io_before = cache_counters(fs), io_counters()
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
             cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache))
             n = length(cols)
@@ -77,6 +79,7 @@ class ReadAdapter:
         rows = length(out)
         self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})
         record_cache(self.side, "read", batch_key(names), before, cache_counters(fs))
+        record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", batch_key(names), io_before, io_counters())
         return out
 
 
@@ -88,13 +91,14 @@ def _done(st: StepStats, rows_out: int) -> StepStats:
 class StageFn:
     """A fused stage as Ray runs it: built once per worker (per actor for pools)."""
 
-    def __init__(self, stage: RayStage, side: SideOutputs, device: str = "cpu"):
-        self.stage, self.side, self.device = stage, side, device
+    def __init__(self, stage: RayStage, side: SideOutputs):
+        self.stage, self.side = stage, side
         self._executor: StageExecutor | None = None
 
     def __call__(self, batch: Columns) -> Columns:
         if self._executor is None:
-            self._executor = StageExecutor(list(self.stage.calls), device=self.device)
+            # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
+            self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus))
         key = batch_key(batch.get("source", []))
         cols, errors, stats = self._executor(batch)
         self.side.write(self.stage.name, key, errors, stats)
@@ -102,18 +106,20 @@ class StageFn:
 
 
 class ShardWriter:
-    """Write one batch as output file(s) under the run's temporary data folder.
+    """Write one batch as output file(s): local sinks under the run's temporary data folder.
 
-    For remote sinks each file is written to local scratch first (``DATAFLOW_SCRATCH_DIR``, else
-    the system temp folder) and uploaded complete, in one request or a multipart upload: a failed
+    On remote storage each file is written on local scratch and uploaded whole, once
+    (``connectors.storage.scratch``): to its final name under ``publish_root`` when the runner
+    gives one (the manifest, written at commit, publishes it), else under ``tmp_data``. A failed
     task never leaves a partial remote object.
     """
 
-    def __init__(self, job: RayJob, storage_options: dict, tmp_data: str, run_id: str):
+    def __init__(self, job: RayJob, storage_options: dict, tmp_data: str, run_id: str, publish_root: str | None = None):
         self.job, self.storage_options, self.tmp_data, self.run_id = job, storage_options, tmp_data, run_id
+        self.publish_root = publish_root
 
     def __call__(self, batch: Columns) -> Columns:
-        from connectors.registry import filesystem, format_connector, scheme_of
+        from connectors.registry import filesystem, format_connector, io_counters, scheme_of, write_through_scratch
 
         sink = self.job.write.sink
         fs = filesystem(sink.uri, self.storage_options)
@@ -124,41 +130,23 @@ class ShardWriter:
         key = batch_key(batch["source"])
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
         local = scheme_of(sink.uri) in ("file", "memory")
+        folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
+        before = io_counters()
         written = []
         for i, part in enumerate(parts):
             suffix = f"-{i}" if len(parts) > 1 else ""
             stem = f"part-{self.run_id[:8]}-{key}{suffix}"
             name = f"{stem}.{writer.extension}" if writer.extension else f"files-{self.run_id[:8]}-{key}{suffix}"
             if local:
-                written += writer.write(fs, posixpath.join(self.tmp_data, name), part, sink.options)
+                written += writer.write(fs, posixpath.join(folder, name), part, sink.options)
             else:
-                written += _write_through_scratch(writer, fs, posixpath.join(self.tmp_data, name), part, sink.options)
+                written += write_through_scratch(fs, posixpath.join(folder, name), lambda lfs, path, part=part: writer.write(lfs, path, part, sink.options))
+        record_io(sink.uri, self.storage_options, posixpath.dirname(self.tmp_data), "write", key, before, io_counters())
         return {
             "path": np.array([w.path for w in written], dtype=object),
             "rows": np.array([w.rows for w in written], dtype=np.int64),
             "bytes": np.array([w.bytes for w in written], dtype=np.int64),
         }
-
-
-def _write_through_scratch(writer, fs, target: str, part: Columns, options: dict) -> list[Any]:
-    """Write ``part`` with ``writer`` on local disk, then upload each finished file under ``target``."""
-    import os
-    import tempfile
-
-    from connectors.formats import WrittenFile
-    from connectors.registry import filesystem
-
-    scratch = os.environ.get("DATAFLOW_SCRATCH_DIR") or None
-    if scratch:
-        os.makedirs(scratch, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="dataflow-scratch-", dir=scratch) as tmp:
-        local_target = os.path.join(tmp, posixpath.basename(target))
-        out = []
-        for w in writer.write(filesystem(tmp), local_target, part, options):
-            remote = posixpath.join(posixpath.dirname(target), os.path.relpath(w.path, tmp).replace(os.sep, "/"))
-            fs.put_file(w.path, remote)
-            out.append(WrittenFile(remote, w.rows, w.bytes))
-        return out
 
 
 def _row_bytes(batch: Columns) -> int:
@@ -236,7 +224,7 @@ def build_dataset(
     if limit is not None and job.read.parse is None:
         files = files[: max(limit * 4, limit + 16)]
     prefix = "" if scheme_of(source.uri) == "file" else f"{source.uri.split('://', 1)[0]}://"
-    if job.read.reader == "from_items":
+    if job.read.reader == "row_groups":
         parts = [{"uri": f, "row_group": g, "first_row": o} for f in files for g, o, _ in parquet_parts(f, storage_options, cache)]
         ds = ray.data.from_items(parts, override_num_blocks=max(1, min(len(parts), 200)))
     else:
@@ -286,18 +274,22 @@ def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: d
     return to_arrow(cols)
 
 
-def stream_written(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id: str, progress: bool) -> list[Any]:
-    """Run the pipeline to its writers; return the written files, printing a status line off a TTY."""
+def stream_written(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id: str, progress: bool, publish_root: str | None = None) -> list[Any]:
+    """Run the pipeline to its writers; return the written files, printing a status line off a TTY.
+
+    ``publish_root``: remote sinks upload each file to its final name there (see ``ShardWriter``).
+    """
     from connectors.formats import WrittenFile
 
     w = job.write
-    out = ds.map_batches(ShardWriter(job, storage_options, tmp_data, run_id), batch_size=w.rows_per_file, batch_format="numpy", zero_copy_batch=False)
-    written, rows, last, start = [], 0, time.monotonic(), time.monotonic()
+    out = ds.map_batches(ShardWriter(job, storage_options, tmp_data, run_id, publish_root), batch_size=w.rows_per_file, batch_format="numpy", zero_copy_batch=False)
+    written, rows, last, start = [], 0, None, time.monotonic()
     for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
         for p, r, b in zip(batch["path"], batch["rows"], batch["bytes"]):
             written.append(WrittenFile(str(p), int(r), int(b)))
             rows += int(r)
-        if progress and not sys.stderr.isatty() and time.monotonic() - last > 5:
+        # The first written part says the run is under way, then a line every 5 s at most.
+        if progress and not sys.stderr.isatty() and (last is None or time.monotonic() - last > 5):
             last = time.monotonic()
             print(f"dataflow: {rows} rows written in {len(written)} files, {last - start:.0f}s", file=sys.stderr, flush=True)
     return written

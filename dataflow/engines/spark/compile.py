@@ -84,6 +84,7 @@ class SparkWrite:
     sink: SinkSpec
     rows_per_file: int
     native: bool = False  # local Parquet: Spark's own writer
+    max_file_bytes: int | None = None  # set: our writers, which also bound a file's bytes
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ class SparkJob:
         lines += [f"{s.path} {s.name}: {s.lowering}" for s in self.steps]
         w = self.write
         how = "Spark's Parquet writer" if w.native else f"mapInArrow[{w.sink.format} writer]"
-        lines.append(f"write: {how} rows_per_file={w.rows_per_file} -> commit {w.sink.uri}")
+        bound = f" max_file_bytes={w.max_file_bytes}" if w.max_file_bytes else ""
+        lines.append(f"write: {how} rows_per_file={w.rows_per_file}{bound} -> commit {w.sink.uri}")
         lines.append("row errors (bad JSON, wrong types, failed casts): split off natively -> <sink>/_errors/")
         return "\n".join(lines)
 
@@ -143,8 +145,9 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
             read = _lower_read(node)
         elif type(node) is Write:
             s = node.sink
-            native = s.format == "parquet" and scheme_of(s.uri) == "file"
-            write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native)
+            # Spark's own Parquet writer bounds files by rows only.
+            native = s.format == "parquet" and scheme_of(s.uri) == "file" and s.max_file_bytes is None
+            write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native, max_file_bytes=s.max_file_bytes)
         else:
             lower = _LOWER.get(type(node))
             if lower is None:

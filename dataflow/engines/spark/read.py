@@ -1,8 +1,9 @@
 """Turn a source into a DataFrame with a ``source`` column that matches the Ray engine's lineage.
 
-Local files are read natively (``wholetext`` text split into numbered lines at LF or CRLF;
-Parquet with its row index); remote files, and CSV (for the Ray reader's semantics), go through
-``DataflowSource``. A file is read whole by one task, as on Ray.
+Local files are read natively (UTF-8 text as bytes, split into numbered lines at LF or CRLF, a line
+that is not UTF-8 a row error; Parquet with its row index); remote files, text in other
+``encoding``s, and CSV (for the Ray reader's semantics), go through ``DataflowSource``. A file is
+read whole by one task, as on Ray.
 """
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
-from dataflow.engines.spark.table_ops import LOWERINGS, Checked
+from dataflow.engines.spark.table_ops import BAD, LOWERINGS, Checked
 
-__all__ = ["infer_json_fields", "read_source"]
+__all__ = ["infer_json_fields", "read_source", "sample_lines"]
 
 _SAMPLE_FILES = 8
 _SAMPLE_LINES = 1000
 _GLOB_CHARS = "\\[]{}*?"
+UNDECODABLE = "__df_undecodable"
+_UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
 
 
@@ -49,9 +52,9 @@ def _our_path(file_path: Column) -> Column:
     return F.regexp_replace(F.regexp_replace(decoded, "^file:", ""), "^s3a://", "s3://")
 
 
-def _python_source(spark, files: list[str], kind: str, schema: T.StructType, read: SparkRead, side, storage: dict, **extra: Any) -> DataFrame:
+def _python_source(spark, files: list[str], kind: str, schema: T.StructType, read: SparkRead, side, storage: dict, cache: dict | None, **extra: Any) -> DataFrame:
     _register(spark)
-    job = {"files": files, "kind": kind, "storage_options": storage, "options": read.source.options, "counted": read.counted, "side": asdict(side), **extra}
+    job = {"files": files, "kind": kind, "storage_options": storage, "cache": cache, "options": read.source.options, "counted": read.counted, "side": asdict(side), **extra}
     return spark.read.format("dataflow").option("schema", schema.json()).option("job", json.dumps(job)).load()
 
 
@@ -67,29 +70,59 @@ def _native(spark, read: SparkRead) -> bool:
     return scheme_of(read.source.uri) == "s3" and native_enabled(spark)
 
 
-def _lines(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
-    """(source, text) per line, numbered as ``bytes.splitlines`` numbers them."""
-    if _native(spark, read):
-        raw = spark.read.text([_hadoop_path(f, True) for f in files], wholetext=True)
+def _utf8(read: SparkRead) -> bool:
+    import codecs
+
+    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8"
+
+
+def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
+    """(source, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
+
+    Natively (local or s3a, UTF-8) a file is read as bytes; in a file that is not valid UTF-8 each
+    line is checked on its own bytes, so one bad byte flags one line. Other encodings go through
+    the Python data source, which decodes each line and sends the undecodable ones to the error
+    sink itself, as the Ray reader does.
+    """
+    if _native(spark, read) and _utf8(read):
+        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
+        as_text = F.col("content").cast("string")  # the bytes as they are, not yet checked
+        valid = F.is_valid_utf8(as_text)
+        # ISO-8859-1 maps each byte to one character: a damaged file splits into its exact line bytes.
+        text = F.when(valid, as_text).otherwise(F.decode(F.col("content"), "ISO-8859-1"))
         # Splitting on one plain character takes Java's fast path, once CRLF is LF.
-        lf = F.replace(F.col("value"), F.lit("\r\n"), F.lit("\n"))
-        parts = raw.select(_our_path(F.col("_metadata.file_path")).alias("__path"), F.split(lf, "\n").alias("__lines"))
-        parts = parts.select("__path", F.size("__lines").alias("__n"), "__lines")
+        lf = F.replace(text, F.lit("\r\n"), F.lit("\n"))
+        parts = raw.select(_our_path(F.col("_metadata.file_path")).alias("__path"), valid.alias("__valid"), F.split(lf, "\n").alias("__lines"))
+        parts = parts.select("__path", "__valid", F.size("__lines").alias("__n"), "__lines")
         # posexplode_outer: the plain one makes Spark re-split every file to infer a size filter.
-        exploded = parts.select("__path", "__n", F.posexplode_outer("__lines").alias("__pos", "__text"))
+        exploded = parts.select("__path", "__valid", "__n", F.posexplode_outer("__lines").alias("__pos", "__text"))
         # A file that ends with a newline yields one empty piece after it: not a line.
         exploded = exploded.where(~((F.col("__pos") == F.col("__n") - 1) & (F.col("__text") == "")))
-        return exploded.select(F.concat(F.col("__path"), F.lit("#line="), (F.col("__pos") + 1).cast("string")).alias("source"), F.col("__text").alias("text"))
-    df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage)
-    return df.select(F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string")).alias("source"), "text")
+        line_bytes = F.encode(F.when(~F.col("__valid"), F.col("__text")), "ISO-8859-1").cast("string")  # null in valid files
+        return exploded.select(
+            F.concat(F.col("__path"), F.lit("#line="), (F.col("__pos") + 1).cast("string")).alias("source"),
+            F.coalesce(line_bytes, F.col("__text")).alias("text"),
+            F.coalesce(~F.is_valid_utf8(line_bytes), F.lit(False)).alias(UNDECODABLE),
+        )
+    df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
+    source = F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
+    return df.select(source.alias("source"), "text", F.lit(False).alias(UNDECODABLE))
 
 
-def _whole(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
-    if _native(spark, read):
-        raw = spark.read.text([_hadoop_path(f, True) for f in files], wholetext=True)
-        return raw.select(_our_path(F.col("_metadata.file_path")).alias("source"), F.col("value").alias("text"))
-    df = _python_source(spark, files, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage)
-    return df.select(_file_uri(files, F.col("file")).alias("source"), "text")
+def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
+    if _native(spark, read) and _utf8(read):
+        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
+        text = F.col("content").cast("string")
+        df = raw.select(_our_path(F.col("_metadata.file_path")).alias("source"), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE))
+    else:
+        df = _python_source(spark, files, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache)
+        df = df.select(_file_uri(files, F.col("file")).alias("source"), "text", F.lit(False).alias(UNDECODABLE))
+    return _undecodable(df)
+
+
+def _undecodable(df: DataFrame) -> Checked:
+    """Rows of text read natively, with those whose bytes are not UTF-8 flagged as row errors."""
+    return Checked(df.withColumnRenamed(UNDECODABLE, BAD), [(F.col(BAD), "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON))])
 
 
 def _value_type(value: Any) -> str:
@@ -123,7 +156,8 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
     return fields
 
 
-def _sample_lines(files: list[str], storage: dict) -> list[str]:
+def sample_lines(files: list[str], storage: dict) -> list[str]:
+    """Up to the first 1,000 lines of each of the first eight ``files``: the sample a JSON schema is inferred from."""
     from connectors.registry import filesystem, strip_scheme
 
     out: list[str] = []
@@ -136,16 +170,18 @@ def _sample_lines(files: list[str], storage: dict) -> list[str]:
     return out
 
 
-def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict) -> Checked:
+def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
     declared = read.source.options.get("schema")
-    fields = dict(declared) if declared else infer_json_fields(_sample_lines(files, storage))
-    lines = _lines(spark, read, files, side, storage).where(~F.col("text").rlike(r"^\s*$"))
+    fields = dict(declared) if declared else infer_json_fields(sample_lines(files, storage))
+    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
     step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": "text"}, path="read", kind="map")
     checked = LOWERINGS["table.parse_json"](lines, step, {})
-    return Checked(checked.df, checked.cases, helpers=("text",))
+    flag = F.col(UNDECODABLE)
+    cases = [(flag, "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON)), *checked.cases]
+    return Checked(checked.df.withColumn(BAD, F.col(BAD) | flag), cases, helpers=("text", UNDECODABLE))
 
 
-def _csv(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
+def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
     from connectors.registry import filesystem, strip_scheme
 
     with filesystem(files[0], storage).open(strip_scheme(files[0]), "rb") as f:
@@ -153,10 +189,10 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataF
     header = next(csv.reader(io.StringIO(first), delimiter=read.source.options.get("delimiter", ",")), [])
     names = ["source", *[h for h in header if h != "source"]]
     schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
-    return _python_source(spark, files, "csv", schema, read, side, storage, columns=names)
+    return _python_source(spark, files, "csv", schema, read, side, storage, cache, columns=names)
 
 
-def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict) -> DataFrame:
+def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
     if _native(spark, read):
         df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
         if "source" in df.columns:
@@ -173,24 +209,26 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict) -> D
         arrow = pq.read_schema(f)
     names = ["source", *[n for n in arrow.names if n != "source"]]
     fields = [pa.field("source", pa.string()), *[arrow.field(n) for n in names[1:]]]
-    return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, columns=names)
+    return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, cache, columns=names)
 
 
-def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]]) -> DataFrame | Checked:
+def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: dict | None = None) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``source`` column first, then the data.
 
-    For jsonl the result is ``Checked``: the rows, with the lines that do not parse flagged.
+    For text and jsonl the result is ``Checked``: the rows, with the lines that are not UTF-8 (or,
+    for jsonl, do not parse) flagged.
+    ``cache`` (``{dir, max_bytes}``): the Python data source reads remote files through the cache tier.
     """
     if native_enabled(spark) and read.remote:
         apply_settings(spark, s3a_settings(storage.get("s3", {})))
     fmt = read.source.format
     if fmt == "parquet":
-        return _parquet(spark, read, files, side, storage)
+        return _parquet(spark, read, files, side, storage, cache)
     if fmt == "csv":
-        return _csv(spark, read, files, side, storage)
+        return _csv(spark, read, files, side, storage, cache)
     if fmt == "jsonl":
-        return _jsonl(spark, read, files, side, storage)
+        return _jsonl(spark, read, files, side, storage, cache)
     if read.source.options.get("split", "file") == "line":
-        lines = _lines(spark, read, files, side, storage)
-        return lines.where(~F.col("text").rlike(r"^\s*$")) if read.source.options.get("skip_empty", True) else lines
-    return _whole(spark, read, files, side, storage)
+        lines = _lines(spark, read, files, side, storage, cache)
+        return _undecodable(lines.where(~F.col("text").rlike(r"^\s*$")) if read.source.options.get("skip_empty", True) else lines)
+    return _whole(spark, read, files, side, storage, cache)

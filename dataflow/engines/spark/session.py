@@ -32,17 +32,27 @@ def ensure_spark(master: str | None = None):
 
     Args:
         master: A Spark master URL; default ``SPARK_MASTER``, else a local ``local[*]`` session bound
-            to 127.0.0.1 with the UI off and scratch space in a temporary folder.
+            to 127.0.0.1 with the UI off and scratch space in a temporary folder. When a session is
+            already active it is joined, with a ``RuntimeWarning`` if it runs on another master.
     """
     from pyspark.sql import SparkSession
 
     # NOTE: PySpark 4.3 warns on every Arrow UDF that it "does not yet fully support pandas >= 3";
     # dataflow's Spark path hands Arrow batches, not pandas, to Python.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    master = master or os.environ.get("SPARK_MASTER")
     active = SparkSession.getActiveSession()
     if active is not None:
+        running = active.sparkContext.master
+        if master and master != running:
+            # NOTE: a process holds one SparkContext; its master cannot change until it stops.
+            warnings.warn(
+                f"Spark master {master!r} (--spark-master / SPARK_MASTER) is ignored: this process already runs a Spark "
+                f"session on {running!r}, which dataflow joins (stop it first to use {master!r})",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return active
-    master = master or os.environ.get("SPARK_MASTER")
     builder = SparkSession.builder.appName("dataflow")
     if not master or master.startswith("local"):
         # NOTE: keeps a local Spark on loopback instead of the machine's network interface.

@@ -53,7 +53,7 @@ def test_spark_refuses_media_ops_at_validation_naming_the_step():
             json.dump(pipeline, f)
         result = runner.invoke(cli, ["validate", "p.yaml"])
     assert result.exit_code == 2
-    assert "steps[0] (image.decode): engine 'spark' cannot run this op; engines that can: ray" in result.output
+    assert "p.yaml:1:90: steps[0]: engine 'spark' cannot run image.decode (engine: spark set in the pipeline); engines that can: ray" in result.output
 
 
 def test_the_engine_joins_the_active_session(spark_local):
@@ -87,6 +87,43 @@ def test_jsonl_and_csv_sources_runs(spark_local, tmp_path):
     errors = sorted((e["source"].rsplit("/", 1)[1], e["op"], e["error_type"]) for p in (sink / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
     assert errors == [("labels.csv#line=3", "read", "ValueError"), ("t.jsonl#line=4", "read", "JSONDecodeError"), ("t.jsonl#line=5", "read", "TypeError")]
     assert (report.rows_in, report.rows_errored) == (4, 3)
+
+
+def _rows_and_errors(sink):
+    rows = sorted((r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()), key=lambda r: r["source"])
+    errors = sorted((e["source"].rsplit("/", 1)[1], e["op"], e["error_type"]) for p in (sink / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
+    return rows, errors
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"], ids=["native-utf8", "python-reader-latin1"])
+def test_text_lines_honour_the_encoding_and_an_undecodable_line_is_one_row_error(spark_local, tmp_path, encoding):
+    (tmp_path / "t.txt").write_bytes("caf\u00e9 ok\n".encode(encoding) + b"bad \x81\xff\n" + "\u00fcber".encode(encoding) + b"\r\n")
+    steps = [{"op": "table.select", "params": {"columns": ["text"]}}]
+    source = {"uri": str(tmp_path / "t.txt"), "format": "text", "options": {"split": "line", "encoding": encoding}}
+    report = run_pipeline(_spec(source, steps, str(tmp_path / "out")), QUIET)
+    rows, errors = _rows_and_errors(tmp_path / "out")
+    if encoding == "utf-8":  # 0x81 and 0xff are not UTF-8: that line alone is an error
+        assert [r["text"] for r in rows] == ["caf\u00e9 ok", "\u00fcber"]
+        assert errors == [("t.txt#line=2", "read", "UnicodeDecodeError")] and report.rows_errored == 1
+    else:  # every byte is latin-1
+        assert [r["text"] for r in rows] == ["caf\u00e9 ok", "bad \x81\u00ff", "\u00fcber"] and errors == []
+
+
+def test_a_whole_text_file_that_is_not_utf8_is_one_row_error(spark_local, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_bytes("gr\u00fc\u00dfe\n".encode())
+    (tmp_path / "docs" / "b.txt").write_bytes(b"\xc3(\n")
+    report = run_pipeline(_spec({"uri": str(tmp_path / "docs"), "format": "text"}, [{"op": "table.select", "params": {"columns": ["text"]}}], str(tmp_path / "out")), QUIET)
+    rows, errors = _rows_and_errors(tmp_path / "out")
+    assert [r["text"] for r in rows] == ["gr\u00fc\u00dfe\n"] and errors == [("b.txt", "read", "UnicodeDecodeError")]
+    assert (report.rows_in, report.rows_errored) == (2, 1)
+
+
+def test_a_different_master_than_the_running_session_is_not_silently_ignored(spark_local):
+    from dataflow.engines.spark.session import ensure_spark
+
+    with pytest.warns(RuntimeWarning, match=r"Spark master 'spark://elsewhere:7077' .* is ignored: .* session on 'local\[2\]'"):
+        assert ensure_spark("spark://elsewhere:7077") is spark_local
 
 
 def test_take_returns_rows_without_writing(spark_local, tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
 from click.testing import CliRunner
 
 from dataflow.cli.main import cli
@@ -35,19 +36,66 @@ def test_validate_misspelt_op_and_param_exits_2_naming_both_lines(tmp_path):
     assert "did you mean 'max_side'?" in result.output
 
 
-def test_unknown_op_hides_its_params_check_but_is_reported(tmp_path):
-    result = CliRunner().invoke(cli, ["validate", _write(tmp_path, BAD)])
+def test_misspelt_op_and_its_misspelt_param_in_one_step_are_both_reported(tmp_path):
+    path = _write(tmp_path, BAD)
+    result = CliRunner().invoke(cli, ["validate", path])
     assert result.exit_code == 2
-    assert ":6:5: steps[1].op: unknown op 'image.resise'; did you mean 'image.resize'?" in result.output
+    assert f"{path}:6:5: steps[1].op: unknown op 'image.resise'; did you mean 'image.resize'?" in result.output
+    assert f"{path}:7:14: steps[1].params.max_sid: unknown key of op 'image.resize' params, assuming 'op: image.resize'" in result.output
+    assert result.output.rstrip().endswith("did you mean 'max_side'?")
+
+
+def test_an_unknown_op_without_a_close_name_skips_its_params_check(tmp_path):
+    result = CliRunner().invoke(cli, ["validate", _write(tmp_path, BAD.replace("image.resise", "video.zoom"))])
+    assert result.exit_code == 2
+    assert "steps[1].op: unknown op 'video.zoom'; run 'dataflow ops' to list ops" in result.output
+    assert "max_sid" not in result.output
 
 
 def test_validate_ok_and_plan_errors(tmp_path):
     good = BAD.replace("image.resise", "image.resize").replace("max_sid", "max_side")
     assert CliRunner().invoke(cli, ["validate", _write(tmp_path, good)]).exit_code == 0
     no_decode = good.replace("  - op: image.decode\n", "")
-    result = CliRunner().invoke(cli, ["validate", _write(tmp_path, no_decode, "q.yaml")])
+    path = _write(tmp_path, no_decode, "q.yaml")
+    result = CliRunner().invoke(cli, ["validate", path])
     assert result.exit_code == 2
-    assert "needs column 'image'" in result.output and "add image.decode before it" in result.output
+    assert result.output.startswith(f"{path}:5:5: steps[0]: image.resize needs column 'image', ")
+    assert result.output.rstrip().endswith("; add image.decode before it")
+
+
+def test_validate_counts_the_steps_of_stages_and_names_the_engines(tmp_path):
+    text = """\
+name: mixed
+source: {uri: ./meta, format: parquet}
+stages:
+  - name: select
+    engine: spark
+    steps:
+      - op: table.filter_rows
+        params: {where: "keep"}
+  - name: thumbs
+    steps:
+      - op: image.decode
+      - op: image.resize
+sink: {uri: ./out}
+"""
+    path = _write(tmp_path, text)
+    result = CliRunner().invoke(cli, ["validate", path])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"{path}: valid (3 steps in 2 stages; engine: spark -> ray)\n"
+
+
+def test_plan_errors_of_several_steps_come_together_with_their_lines(tmp_path):
+    text = BAD.replace("image.resise", "image.resize").replace("max_sid", "max_side").replace("  - op: image.decode\n", "")
+    text = text.replace("name: bad\n", "name: bad\nengine: spark\n") + "errors: {max_errors: 0}\n"
+    text = text.replace("sink:", "  - op: text.filter_length\nsink:")
+    path = _write(tmp_path, text)
+    result = CliRunner().invoke(cli, ["validate", path])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert [line.split(": ")[0:2] for line in lines] == [[f"{path}:6:5", "steps[0]"]] * 2 + [[f"{path}:8:5", "steps[1]"]] * 2
+    assert "image.resize needs column 'image'" in lines[0] and "engine 'spark' cannot run image.resize" in lines[1]
+    assert "text.filter_length needs column 'text'" in lines[2] and "engines that can: ray" in lines[3]
 
 
 def test_explain_shows_three_sections_and_the_fused_stage():
@@ -56,7 +104,24 @@ def test_explain_shows_three_sections_and_the_fused_stage():
     for section in ("== Logical plan ==", "== Optimized plan (engine per step) ==", "== Ray job =="):
         assert section in result.output
     assert "FusedMap[image.decode -> image.filter_size -> image.resize -> image.encode -> table.select]" in result.output
-    assert "read: ray.data.read_binary_files(/data)" in result.output
+    # What build_dataset really runs: listed files through from_items, fetched by FetchFiles tasks.
+    assert "read: ray.data.from_items(files listed under /data) -> map_batches[FetchFiles, 16 files per task] -> one row per file" in result.output
+
+
+@pytest.mark.parametrize(
+    "source, read",
+    [
+        ("{uri: /t, format: jsonl}", "ray.data.from_items(files listed under /t) -> map_batches[FetchFiles, 16 files per task] -> parse jsonl lines into rows"),
+        ("{uri: /t, format: parquet}", "ray.data.from_items(row groups listed from the Parquet footers under /t) -> map_batches[read one row group per task]"),
+        ("{uri: /t, format: webdataset}", "ray.data.from_items(tar shards listed under /t) -> map_batches[ReadShards, 1 shard per task]"),
+    ],
+    ids=["lines", "parquet", "webdataset"],
+)
+def test_explain_names_the_ray_read_that_runs(tmp_path, source, read):
+    text = f"name: r\nengine: ray\nsource: {source}\nsteps: [{{op: table.select, params: {{columns: [source]}}}}]\nsink: {{uri: /o}}\n"
+    result = CliRunner().invoke(cli, ["explain", _write(tmp_path, text)])
+    assert result.exit_code == 0, result.output
+    assert f"read: {read}" in result.output
 
 
 def test_set_override_reaches_the_plan():

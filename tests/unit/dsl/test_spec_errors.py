@@ -48,6 +48,14 @@ def test_misspelt_op_and_param_are_both_reported_with_lines_and_suggestions():
     assert str(err).splitlines()[0].startswith("p.yaml:7:")
 
 
+def test_params_of_a_misspelt_op_are_checked_against_the_op_it_suggests():
+    err = _errors(GOOD.replace("op: image.resize", "op: image.resise").replace("max_side: 64", "max_sid: 1"))
+    assert [(i.key, i.line, i.col) for i in err.issues] == [("steps[1].op", 6, 5), ("steps[1].params.max_sid", 7, 14)]
+    assert err.issues[0].hint == "did you mean 'image.resize'?"
+    assert "of op 'image.resize' params, assuming 'op: image.resize'" in err.issues[1].message
+    assert err.issues[1].hint == "did you mean 'max_side'?"
+
+
 def test_unknown_param_of_known_op_names_expected_params():
     err = _errors(GOOD.replace("max_side: 64", "max_sid: 1"))
     (issue,) = err.issues

@@ -47,8 +47,21 @@ def test_auto_picks_ray_otherwise(doc, spark, reason):
 def test_a_forced_engine_that_lacks_a_step_names_the_step_and_who_has_it():
     with pytest.raises(EngineCapabilityError) as info:
         _plan({"engine": "spark", "source": {"uri": "/d", "format": "image"}, "steps": [{"op": "image.decode"}]})
-    assert "steps[0] (image.decode): engine 'spark' cannot run this op; engines that can: ray" in str(info.value)
+    (issue,) = info.value.issues
+    assert issue.key == "steps[0]"
+    assert issue.message == "engine 'spark' cannot run image.decode (engine: spark set in the pipeline); engines that can: ray"
     assert isinstance(info.value, PlanError)
+
+
+def test_column_flow_and_engine_problems_come_in_one_error():
+    doc = {"engine": "spark", "source": {"uri": "/d", "format": "image"},
+           "steps": [{"op": "image.resize"}, {"op": "table.select", "params": {"columns": ["source"]}}]}
+    with pytest.raises(PlanError) as info:
+        validate_plan(build_plan(parse_pipeline({"name": "t", "sink": {"uri": "/o"}, **doc})), AssignEngines(True, SUPPORTS))
+    assert [(i.key, i.message.split(" (")[0]) for i in info.value.issues] == [
+        ("steps[0]", "image.resize needs column 'image', which no earlier step or the 'image' source provides"),
+        ("steps[0]", "engine 'spark' cannot run image.resize"),
+    ]
 
 
 def test_stages_on_two_engines_get_a_visible_handoff():
@@ -84,11 +97,11 @@ def test_expression_columns_and_vars_are_checked_against_the_column_flow():
     with pytest.raises(PlanError) as info:
         _plan(doc)
     text = str(info.value)
-    assert "steps[1] (table.with_columns) needs column 'rxx'" in text and "'h'" not in text.split("needs column")[1].split(",")[0]
-    assert "steps[2] (table.filter_rows) uses :since but vars gives no value for it" in text
+    assert "steps[1]: table.with_columns needs column 'rxx'" in text and "'h'" not in text.split("needs column")[1].split(",")[0]
+    assert "steps[2]: table.filter_rows uses :since but vars gives no value for it" in text
 
 
 def test_column_names_in_params_are_checked():
     doc = {"source": {"uri": "/d", "format": "text"}, "steps": [{"op": "table.dedup", "params": {"keys": ["link"]}}]}
-    with pytest.raises(PlanError, match=r"steps\[0\] \(table.dedup\) needs column 'link'.*have: source, text"):
+    with pytest.raises(PlanError, match=r"steps\[0\]: table.dedup needs column 'link'.*have: source, text"):
         _plan(doc)

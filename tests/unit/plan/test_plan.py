@@ -27,8 +27,9 @@ def test_build_plan_has_one_node_per_step_between_read_and_write():
 def test_missing_column_names_the_step_and_the_fix():
     with pytest.raises(PlanError) as info:
         validate_plan(build_plan(_spec(("image.resize", {"max_side": 8}))))
-    assert "steps[0] (image.resize) needs column 'image'" in str(info.value)
-    assert "add image.decode before it" in str(info.value)
+    (issue,) = info.value.issues
+    assert (issue.key, issue.hint) == ("steps[0]", "add image.decode before it")
+    assert issue.message.startswith("image.resize needs column 'image', which no earlier step or the 'image' source provides")
 
 
 def test_configurable_columns_flow_between_ops():
@@ -63,12 +64,27 @@ def test_fuse_adjacent_cpu_maps_into_one_stage():
     assert [s.op.name for s in stage.steps] == ["image.decode", "image.resize", "image.encode"]
 
 
-def test_gpu_step_and_conflicting_pool_shapes_are_not_fused():
-    plan = FuseAdjacentMaps().apply(
-        _hand_plan(_step(0, "image.decode"), _step(1, "image.resize", num_gpus=1), _step(2, "image.encode", batch_size=8), _step(3, "image.encode", batch_size=16))
-    )
-    stages = [[s.op.name for s in n.steps] for n in plan.nodes if isinstance(n, FusedMap)]
-    assert stages == [["image.decode"], ["image.resize"], ["image.encode"], ["image.encode"]]
+def _stages(plan):
+    return [[s.op.name for s in n.steps] for n in plan.nodes if isinstance(n, FusedMap)]
+
+
+def test_cpu_steps_with_different_batch_sizes_fuse_so_no_pixels_cross_stages():
+    plan = FuseAdjacentMaps().apply(_hand_plan(
+        _step(0, "image.decode", batch_size=64), _step(1, "image.resize", batch_size=8, memory=2 << 20),
+        _step(2, "image.encode", batch_size=16, memory=1 << 20, concurrency=4), _step(3, "image.phash", concurrency=2),
+    ))
+    (stage,) = [n for n in plan.nodes if isinstance(n, FusedMap)]
+    assert [s.op.name for s in stage.steps] == ["image.decode", "image.resize", "image.encode", "image.phash"]
+    assert (stage.resources.batch_size, stage.resources.memory, stage.resources.concurrency) == (8, 2 << 20, 2)
+
+
+def test_gpu_steps_and_actor_pools_of_different_sizes_are_not_fused():
+    plan = FuseAdjacentMaps().apply(_hand_plan(
+        _step(0, "image.decode"), _step(1, "image.resize", num_gpus=1), _step(2, "image.encode", batch_size=8),
+        _step(3, "image.decode", concurrency=3), _step(4, "image.embed", concurrency=2), _step(5, "image.phash", concurrency=2),
+    ))
+    assert _stages(plan) == [["image.decode"], ["image.resize"], ["image.encode", "image.decode"], ["image.embed", "image.phash"]]
+    assert [n.resources.batch_size for n in plan.nodes if isinstance(n, FusedMap)][2] == 8
 
 
 def test_fused_stage_takes_the_largest_cpu_request():
@@ -107,3 +123,14 @@ def test_explain_sections_show_the_fused_stage():
     assert opt.startswith("== Optimized plan (engine per step) ==")
     assert "FusedMap[image.decode -> image.resize]" in opt
     assert "engine: ray (auto: image steps run on Ray Data)" in opt
+
+
+def test_image_and_text_steps_on_the_same_rows_plan_as_one_ray_stage():
+    spec = _spec(("image.decode", {}), ("image.resize", {"max_side": 64}), ("text.filter_length", {"column": "caption", "min_chars": 3}), fmt="parquet")
+    validate_plan(build_plan(spec))  # a table's columns come from the data: caption may be there
+    plan = optimize(build_plan(spec), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
+    (stage,) = [n for n in plan.nodes if isinstance(n, FusedMap)]
+    assert [s.op.name for s in stage.steps] == ["image.decode", "image.resize", "text.filter_length"]
+    assert plan.engine == "ray" and plan.engine_reason == "auto: image, text steps run on Ray Data"
+    with pytest.raises(PlanError, match="text.filter_length needs column 'caption'.*have: bytes, height, image, source, width"):
+        validate_plan(build_plan(_spec(("image.decode", {}), ("text.filter_length", {"column": "caption"}))))

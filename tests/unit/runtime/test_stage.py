@@ -48,3 +48,21 @@ def test_empty_batch_after_filter_skips_later_steps():
     cols, errors, stats = ex(_batch(encode(gradient(64, 64), "PNG")))
     assert len(cols["source"]) == 0 and not errors
     assert (stats[2].rows_in, stats[2].rows_out) == (0, 0)
+
+
+def test_image_and_text_ops_apply_to_the_same_rows():
+    batch = _batch(encode(gradient(300, 200), "JPEG"), encode(gradient(120, 240), "PNG"), b"garbage", encode(gradient(64, 64), "PNG"))
+    batch["caption"] = np.array(["  a red  ball ", "ok", "a corrupt file", "a   blue sky at dusk"], dtype=object)
+    ex = StageExecutor([
+        StepCall(0, "image.decode", {}),
+        StepCall(1, "text.normalize", {"column": "caption"}),
+        StepCall(2, "text.filter_length", {"column": "caption", "min_chars": 5}),
+        StepCall(3, "image.resize", {"max_side": 60}),
+    ])
+    cols, errors, stats = ex(batch)
+    # Each surviving row keeps its own image and its own (normalized) caption, in order.
+    assert list(cols["source"]) == ["s0", "s3"]
+    assert list(cols["caption"]) == ["a red ball", "a blue sky at dusk"]
+    assert [img.shape for img in cols["image"]] == [(40, 60, 3), (60, 60, 3)]
+    assert [e.source for e in errors] == ["s2"] and errors[0].op == "image.decode"
+    assert (stats[2].rows_in, stats[2].rows_out) == (3, 2)
