@@ -28,7 +28,7 @@ from dataflow.plan.rules import DEFAULT_RULES, AssignEngines
 from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, read_manifest, refuse_existing, remove_tmp, sweep_tmp, sweep_unpublished
 from dataflow.runtime.io_stats import io_totals
-from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.progress import MIN_FILES_PER_SHARD, Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, read_errors, read_stats
@@ -288,7 +288,10 @@ def run_pipeline(
     inputs = list_files(source.uri, source.format, source.options, storage)
     # An engine that partitions its inputs itself (Spark) gets them all as one shard.
     whole = shard is None and getattr(engine, "partitions_inputs", False)
-    shards = make_shards(inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"))
+    shards = make_shards(
+        inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"),
+        min_files_per_shard=getattr(engine, "min_files_per_shard", MIN_FILES_PER_SHARD),
+    )
     progress = Progress(fs, layout.root)
     state = {
         "pipeline_hash": pipeline_hash(spec),
@@ -303,7 +306,9 @@ def run_pipeline(
         raise RunError(f"cannot write to sink '{sink.uri}': {exc.strerror or exc} (check that the path exists and is writable; nothing was written)") from exc
     if note and options.progress:
         print(f"dataflow: {note}", file=sys.stderr, flush=True)
-    phases = [_Phase("map", job, sharded=True)] if whole else _phases(engine, optimized, job, _on_sink(sink.uri, progress.staged))
+    # One shard in all: a checkpoint before a global step would only write the input to it twice.
+    single = shard is None and len(shards) == 1
+    phases = [_Phase("map", job, sharded=True)] if whole or single else _phases(engine, optimized, job, _on_sink(sink.uri, progress.staged))
     prepare = getattr(engine, "prepare", None)  # fixes what must not vary between shards (Spark's inferred JSON schema)
     map_job = prepare(phases[0].job, sorted(inputs), storage) if prepare else phases[0].job
     todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]

@@ -17,7 +17,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Progress", "Shard", "StagedFile", "input_fingerprint", "make_shards"]
+__all__ = ["MIN_FILES_PER_SHARD", "Progress", "Shard", "StagedFile", "input_fingerprint", "make_shards"]
 
 MAX_FILES_PER_SHARD = 10_000
 MIN_FILES_PER_SHARD = 16
@@ -49,15 +49,17 @@ class StagedFile:
     shard: str | None = None
 
 
-def make_shards(inputs: list[str], *, count: int | None = None, files_per_shard: int | None = None) -> list[Shard]:
+def make_shards(
+    inputs: list[str], *, count: int | None = None, files_per_shard: int | None = None, min_files_per_shard: int = MIN_FILES_PER_SHARD
+) -> list[Shard]:
     """Split sorted inputs into shards: exactly ``count``, or ``files_per_shard`` each.
 
-    By default about eight shards of 16 to 10,000 files each. Shards may be empty only when
-    ``count`` exceeds the number of inputs.
+    By default about eight shards of ``min_files_per_shard`` (16) to 10,000 files each. Shards
+    may be empty only when ``count`` exceeds the number of inputs.
     """
     inputs = sorted(inputs)
     if count is None:
-        per = files_per_shard or min(MAX_FILES_PER_SHARD, max(MIN_FILES_PER_SHARD, math.ceil(len(inputs) / TARGET_SHARDS)))
+        per = files_per_shard or min(MAX_FILES_PER_SHARD, max(min_files_per_shard, math.ceil(len(inputs) / TARGET_SHARDS)))
         count = max(1, math.ceil(len(inputs) / per))
     else:
         per = max(1, math.ceil(len(inputs) / count))

@@ -14,11 +14,14 @@ class SparkEngine:
     """Spark: native DataFrame lowerings of table ops for semi-structured data (logs, JSON, tables).
 
     The runner hands it one shard of the input files per job, one job at a time on the one
-    session (Spark parallelises within a job), and stages each shard as it commits.
+    session (Spark parallelises within a job), and stages each shard as it commits. Each shard
+    is a whole Spark job (scheduling, and a checkpoint before a global step), so shards default
+    to at least 64 files (``source.options.files_per_shard`` sets the size).
     """
 
     name = "spark"
     shard_workers = 1
+    min_files_per_shard = 64
     supports = staticmethod(supports)
 
     def compile(self, plan) -> SparkJob:
