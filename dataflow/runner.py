@@ -286,7 +286,7 @@ def run_pipeline(
         sweep_tmp(fs, layout)
     start = time.monotonic()
     inputs = list_files(source.uri, source.format, source.options, storage)
-    # An engine that partitions its inputs itself (Spark) gets them all as one shard.
+    # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
     whole = shard is None and getattr(engine, "partitions_inputs", False)
     shards = make_shards(
         inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"),
