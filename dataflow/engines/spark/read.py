@@ -76,18 +76,21 @@ def _utf8(read: SparkRead) -> bool:
     return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8"
 
 
-def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
+def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None, only_invalid: bool = False) -> DataFrame:
     """(source, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
     Natively (local or s3a, UTF-8) a file is read as bytes; in a file that is not valid UTF-8 each
     line is checked on its own bytes, so one bad byte flags one line. Other encodings go through
     the Python data source, which decodes each line and sends the undecodable ones to the error
-    sink itself, as the Ray reader does.
+    sink itself, as the Ray reader does. ``only_invalid`` keeps the files that are not valid UTF-8
+    (where every undecodable line is), dropping the others before they are split.
     """
     if _native(spark, read) and _utf8(read):
         raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
         as_text = F.col("content").cast("string")  # the bytes as they are, not yet checked
         valid = F.is_valid_utf8(as_text)
+        if only_invalid:
+            raw = raw.where(~valid)
         # ISO-8859-1 maps each byte to one character: a damaged file splits into its exact line bytes.
         text = F.when(valid, as_text).otherwise(F.decode(F.col("content"), "ISO-8859-1"))
         # Splitting on one plain character takes Java's fast path, once CRLF is LF.
@@ -106,7 +109,8 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
         )
     df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
     source = F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
-    return df.select(source.alias("source"), "text", F.lit(False).alias(UNDECODABLE))
+    df = df.select(source.alias("source"), "text", F.lit(False).alias(UNDECODABLE))
+    return df.where(F.lit(False)) if only_invalid else df  # this reader sends undecodable lines to the sink itself
 
 
 def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
@@ -120,9 +124,14 @@ def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     return _undecodable(df)
 
 
-def _undecodable(df: DataFrame) -> Checked:
-    """Rows of text read natively, with those whose bytes are not UTF-8 flagged as row errors."""
-    return Checked(df.withColumnRenamed(UNDECODABLE, BAD), [(F.col(BAD), "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON))])
+def _undecodable(df: DataFrame, errors_from: DataFrame | None = None) -> Checked:
+    """Rows of text read natively, with those whose bytes are not UTF-8 flagged as row errors.
+
+    ``errors_from``: the same rows of only the files that are not UTF-8, so the error write need
+    not keep every line of a clean input.
+    """
+    failed = errors_from.withColumnRenamed(UNDECODABLE, BAD) if errors_from is not None else None
+    return Checked(df.withColumnRenamed(UNDECODABLE, BAD), [(F.col(BAD), "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON))], errors_from=failed)
 
 
 def _value_type(value: Any) -> str:
@@ -229,6 +238,8 @@ def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[st
     if fmt == "jsonl":
         return _jsonl(spark, read, files, side, storage, cache)
     if read.source.options.get("split", "file") == "line":
-        lines = _lines(spark, read, files, side, storage, cache)
-        return _undecodable(lines.where(~F.col("text").rlike(r"^\s*$")) if read.source.options.get("skip_empty", True) else lines)
+        lines, failed = (_lines(spark, read, files, side, storage, cache, only_invalid=only) for only in (False, True))
+        if read.source.options.get("skip_empty", True):
+            lines, failed = (f.where(~F.col("text").rlike(r"^\s*$")) for f in (lines, failed))
+        return _undecodable(lines, failed)
     return _whole(spark, read, files, side, storage, cache)

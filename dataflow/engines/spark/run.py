@@ -77,12 +77,14 @@ class _Builder:
         if checked is None:
             return df
         if self.observe:
-            # Both the error write and the data write read these rows: compute them once.
-            df = df.persist(StorageLevel.MEMORY_AND_DISK)
-            self.frames.persisted.append(df)
+            failed = checked.errors_from
+            if failed is None:
+                # Both the error write and the data write read these rows: compute them once.
+                df = failed = df.persist(StorageLevel.MEMORY_AND_DISK)
+                self.frames.persisted.append(df)
             source = F.col("source").cast("string") if "source" in df.columns else F.lit(None).cast("string")
             etype, reason = checked.error_columns()
-            self.frames.errors.append(df.where(bad).select(source.alias("source"), F.lit(op).alias("op"), etype.alias("error_type"), reason.alias("reason")))
+            self.frames.errors.append(failed.where(bad).select(source.alias("source"), F.lit(op).alias("op"), etype.alias("error_type"), reason.alias("reason")))
         return df.where(~bad).drop(BAD, *checked.helpers)
 
     def chain(

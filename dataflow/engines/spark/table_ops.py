@@ -35,12 +35,15 @@ _CORRUPT = "__df_corrupt"
 class Checked:
     """Rows flagged in column ``BAD``; ``cases`` are (condition, error type, reason), first match wins.
 
-    ``helpers`` are columns the cases read that good rows do not keep.
+    ``helpers`` are columns the cases read that good rows do not keep. ``errors_from``, when set,
+    is a cheaper frame holding every bad row (with the same columns): the error write reads it
+    instead of a persisted copy of ``df``.
     """
 
     df: DataFrame
     cases: list[tuple[Column, str, Column]]
     helpers: tuple[str, ...] = ()
+    errors_from: DataFrame | None = None
 
     def error_columns(self) -> tuple[Column, Column]:
         """(error_type, reason) of a bad row."""
