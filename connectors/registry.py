@@ -32,6 +32,7 @@ __all__ = [
     "parquet_parts",
     "read_parquet_part",
     "scheme_of",
+    "scratch_dir",
     "strip_scheme",
     "to_uri",
     "warm_cache",
@@ -281,6 +282,13 @@ def webdataset_reader():
     from connectors.formats.webdataset import read_shard
 
     return read_shard
+
+
+def scratch_dir() -> str:
+    """The local scratch folder for sink files (see ``connectors.storage.scratch``)."""
+    from connectors.storage.scratch import scratch_dir as _dir
+
+    return _dir()
 
 
 def write_through_scratch(fs, target: str, write):

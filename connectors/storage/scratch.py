@@ -14,15 +14,12 @@ from typing import Callable
 
 from connectors.formats import WrittenFile
 
-__all__ = ["put_whole", "scratch_root", "write_through_scratch"]
+__all__ = ["put_whole", "scratch_dir", "write_through_scratch"]
 
 
-def scratch_root() -> str | None:
-    """The scratch folder for sink files (``DATAFLOW_SCRATCH_DIR``), created; None: the system temp folder."""
-    root = os.environ.get("DATAFLOW_SCRATCH_DIR") or None
-    if root:
-        os.makedirs(root, exist_ok=True)
-    return root
+def scratch_dir() -> str:
+    """The scratch folder for sink files: ``DATAFLOW_SCRATCH_DIR``, else the system temp folder."""
+    return os.environ.get("DATAFLOW_SCRATCH_DIR") or tempfile.gettempdir()
 
 
 def put_whole(fs, local: str, remote: str) -> None:
@@ -47,7 +44,9 @@ def write_through_scratch(fs, target: str, write: Callable[..., list[WrittenFile
     """
     from fsspec.implementations.local import LocalFileSystem
 
-    with tempfile.TemporaryDirectory(prefix="dataflow-scratch-", dir=scratch_root()) as tmp:
+    root = scratch_dir()
+    os.makedirs(root, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="dataflow-scratch-", dir=root) as tmp:
         local_target = os.path.join(tmp, posixpath.basename(target))
         out = []
         for w in write(LocalFileSystem(auto_mkdir=True), local_target):

@@ -24,9 +24,11 @@ def check_scratch() -> None:
     Raises:
         RunError: the folder cannot be created or written (a file, read-only, full), naming it.
     """
-    folder = os.environ.get("DATAFLOW_SCRATCH_DIR")
-    if not folder:
+    from connectors.registry import scratch_dir
+
+    if not os.environ.get("DATAFLOW_SCRATCH_DIR"):
         return
+    folder = scratch_dir()
     try:
         os.makedirs(folder, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".dataflow-probe-") as probe:
@@ -47,8 +49,8 @@ def is_disk_error(text: str) -> bool:
 
 def disk_error_hint(sink_uri: str) -> str:
     """What to do about a disk error, naming the folders it can come from: the scratch folder, a local sink."""
-    from connectors.registry import scheme_of
+    from connectors.registry import scheme_of, scratch_dir
 
-    scratch = os.environ.get("DATAFLOW_SCRATCH_DIR") or tempfile.gettempdir()
+    scratch = scratch_dir()
     where = f"scratch folder '{scratch}'" + (f" or sink '{sink_uri}'" if scheme_of(sink_uri) == "file" else "")
     return f"a local disk is full or not writable ({where}): free space there or set DATAFLOW_SCRATCH_DIR to another folder; nothing was published"
