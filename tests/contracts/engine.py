@@ -320,3 +320,19 @@ class EngineContract:
         _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)
         step = next(s for s in report.steps if s.op == "table.filter_rows")
         assert (report.rows_in, step.rows_in, step.rows_out, sum(step.drops.values())) == (6, 6, 3, 3)
+
+    def test_an_undecodable_line_is_the_reads_error_and_the_first_check_counts_the_rest(self, engine: str, tmp_path: pathlib.Path):
+        # On Spark the read's UTF-8 check is folded into parse_json's: still counted and recorded apart.
+        lines = [b'{"link": "a", "rx": -3.5}', b"{not json", b'{"link": "b\xff", "rx": 1}', b'{"link": "c", "rx": "high"}', b'{"link": "d", "rx": 2}']
+        (tmp_path / "t.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+        doc = {"name": "undecodable", "engine": engine, "source": {"uri": str(tmp_path / "t.jsonl"), "format": "text", "options": {"split": "line"}},
+               "steps": [{"op": "table.parse_json", "params": {"fields": {"link": "string", "rx": "double"}}},
+                         {"op": "table.filter_rows", "params": {"where": "rx < 0"}}],
+               "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+        report = run_pipeline(parse_pipeline(doc), QUIET)
+        rows = [r for p in (tmp_path / "out").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+        errors = sorted((r["source"].rsplit("=", 1)[1], r["op"], r["error_type"]) for p in (tmp_path / "out" / "_errors").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines()))
+        assert [(r["link"], r["rx"]) for r in rows] == [("a", -3.5)]
+        assert errors == [("2", "table.parse_json", "JSONDecodeError"), ("3", "read", "UnicodeDecodeError"), ("4", "table.parse_json", "TypeError")]
+        steps = {s.op: (s.rows_in, s.rows_out, s.rows_errored) for s in report.steps}
+        assert steps["read"] == (5, 4, 1) and steps["table.parse_json"] == (4, 2, 2) and steps["table.filter_rows"] == (2, 1, 0)

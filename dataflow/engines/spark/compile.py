@@ -12,6 +12,7 @@ from connectors.registry import scheme_of
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import OpSpec
+from dataflow.plan.columns import needed_after
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write
 
 __all__ = ["LOWERED", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan", "supports"]
@@ -62,6 +63,7 @@ class SparkStep:
     params: dict[str, Any]
     path: str
     kind: str
+    needed_after: frozenset[str] | None = None  # the columns later steps and the sink read (None: all)
 
     @property
     def lowering(self) -> str:
@@ -123,23 +125,23 @@ def _lower_read(node: Read, counted: bool = True) -> SparkRead:
     return SparkRead(source=node.source, method=method, remote=scheme_of(node.source.uri) != "file", counted=counted)
 
 
-def _step(node: Step) -> SparkStep:
+def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
     if node.op.name not in LOWERED:
         have = ", ".join(sorted(LOWERED))
         raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")
-    return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value)
+    return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value, needed_after=needed)
 
 
-def _lower_steps(node) -> list[SparkStep]:
-    return [_step(s) for s in node.steps] if isinstance(node, FusedMap) else [_step(node)]
+def _steps_of(node) -> list[Step]:
+    return list(node.steps) if isinstance(node, FusedMap) else [node]
 
 
-_LOWER = {FusedMap: _lower_steps, Map: _lower_steps, Filter: _lower_steps, FlatMap: _lower_steps, Shuffle: _lower_steps}
+_STEPS_OF = {FusedMap: _steps_of, Map: _steps_of, Filter: _steps_of, FlatMap: _steps_of, Shuffle: _steps_of}
 
 
 def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite | None]:
     read = write = None
-    steps: list[SparkStep] = []
+    steps: list[Step] = []
     for node in nodes:
         if type(node) is Read:
             read = _lower_read(node)
@@ -149,11 +151,11 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
             native = s.format == "parquet" and scheme_of(s.uri) == "file" and s.max_file_bytes is None
             write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native, max_file_bytes=s.max_file_bytes)
         else:
-            lower = _LOWER.get(type(node))
-            if lower is None:
+            steps_of = _STEPS_OF.get(type(node))
+            if steps_of is None:
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
-            steps += lower(node)
-    return read, steps, write
+            steps += steps_of(node)
+    return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write
 
 
 def compile_plan(plan: LogicalPlan) -> SparkJob:

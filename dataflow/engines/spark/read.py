@@ -11,7 +11,7 @@ import csv
 import io
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -124,14 +124,15 @@ def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     return _undecodable(df)
 
 
-def _undecodable(df: DataFrame, errors_from: DataFrame | None = None) -> Checked:
+def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = None) -> Checked:
     """Rows of text read natively, with those whose bytes are not UTF-8 flagged as row errors.
 
-    ``errors_from``: the same rows of only the files that are not UTF-8, so the error write need
-    not keep every line of a clean input.
+    ``errors_from`` builds the same rows of only the files that are not UTF-8, so the error write
+    need not keep every line of a clean input.
     """
-    failed = errors_from.withColumnRenamed(UNDECODABLE, BAD) if errors_from is not None else None
-    return Checked(df.withColumnRenamed(UNDECODABLE, BAD), [(F.col(BAD), "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON))], errors_from=failed)
+    failed = (lambda: errors_from().withColumn(BAD, F.col(UNDECODABLE))) if errors_from is not None else None
+    case = (F.col(UNDECODABLE), "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON))
+    return Checked(df.withColumn(BAD, F.col(UNDECODABLE)), [case], helpers=(UNDECODABLE,), errors_from=failed, flag=UNDECODABLE)
 
 
 def _value_type(value: Any) -> str:
@@ -184,10 +185,9 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     fields = dict(declared) if declared else infer_json_fields(sample_lines(files, storage))
     lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
     step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": "text"}, path="read", kind="map")
-    checked = LOWERINGS["table.parse_json"](lines, step, {})
-    flag = F.col(UNDECODABLE)
-    cases = [(flag, "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON)), *checked.cases]
-    return Checked(checked.df.withColumn(BAD, F.col(BAD) | flag), cases, helpers=("text", UNDECODABLE))
+    undecodable = _undecodable(lines)
+    fused = undecodable.then(LOWERINGS["table.parse_json"](undecodable.rows(), step, {}))
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, "text"))
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
@@ -238,8 +238,11 @@ def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[st
     if fmt == "jsonl":
         return _jsonl(spark, read, files, side, storage, cache)
     if read.source.options.get("split", "file") == "line":
-        lines, failed = (_lines(spark, read, files, side, storage, cache, only_invalid=only) for only in (False, True))
-        if read.source.options.get("skip_empty", True):
-            lines, failed = (f.where(~F.col("text").rlike(r"^\s*$")) for f in (lines, failed))
-        return _undecodable(lines, failed)
+        skip_empty = read.source.options.get("skip_empty", True)
+
+        def lines(only_invalid: bool) -> DataFrame:
+            df = _lines(spark, read, files, side, storage, cache, only_invalid=only_invalid)
+            return df.where(~F.col("text").rlike(r"^\s*$")) if skip_empty else df
+
+        return _undecodable(lines(False), lambda: lines(True))
     return _whole(spark, read, files, side, storage, cache)

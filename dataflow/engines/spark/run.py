@@ -1,8 +1,10 @@
 """Execute a SparkJob: read, native steps with row errors split off, write parts, counters.
 
 Row errors are computed as columns and split from the good rows; the marked rows are persisted so
-the error write and the data write share one computation. Per-step counters come from
-``DataFrame.observe`` (no extra pass) and are written to the run's ``_stats`` side folder.
+the error write and the data write share one computation (a good row keeps only the columns later
+steps read). Per-step counters come from ``DataFrame.observe`` (no extra pass) and are written to
+the run's ``_stats`` side folder; the error write, after the data write, reads only the steps whose
+counters show bad rows.
 """
 from __future__ import annotations
 
@@ -11,12 +13,13 @@ import shutil
 import threading
 import uuid
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.table_ops import BAD, LOWERINGS, Checked
@@ -29,17 +32,31 @@ __all__ = ["JobFrames", "build_frames", "write_outputs"]
 READ_STEP = -1
 NAMED_READ_STEP = -2  # bad records of named sources: row errors, but not the run's input rows
 _OBSERVATION_WAIT_S = 30.0
+_ERRORS_PER_FILE = 100_000  # error records per file the error write aims at
 
 
 @dataclass
 class _Observed:
-    """A node's counters: observed, or (``observation`` None) the next map step's input count."""
+    """A node's counters: observed, or (``observation`` None) the next map step's input count.
+
+    ``view`` maps the observation's metrics to this node's ``rows``/``bad`` where one
+    observation counts two nodes (a read check folded into the first step's).
+    """
 
     index: int
     op: str
     kind: str
     observation: Observation | None
     chain: str
+    view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+@dataclass
+class _Errors:
+    """A checked step's error records, built once its observation shows it had bad rows."""
+
+    observation: Observation
+    build: Callable[[], DataFrame]
 
 
 @dataclass
@@ -47,10 +64,19 @@ class JobFrames:
     """The job's output frame, its error frames, what it observed and what it persisted."""
 
     output: DataFrame
-    errors: list[DataFrame] = field(default_factory=list)
+    errors: list[_Errors] = field(default_factory=list)
     observed: list[_Observed] = field(default_factory=list)
     persisted: list[DataFrame] = field(default_factory=list)
     counted_read: bool = True
+
+
+def _read_part(m: dict[str, Any]) -> dict[str, Any]:
+    return {"rows": m.get("rows"), "bad": m.get("read_bad")}
+
+
+def _step_part(m: dict[str, Any]) -> dict[str, Any]:
+    read_bad = int(m.get("read_bad") or 0)
+    return {"rows": int(m.get("rows") or 0) - read_bad, "bad": int(m.get("bad") or 0) - read_bad}
 
 
 class _Builder:
@@ -59,32 +85,47 @@ class _Builder:
         self.frames = JobFrames(output=None)
         self.tag = uuid.uuid4().hex[:8]
 
-    def finish(self, result: DataFrame | Checked, index: int, op: str, kind: str, chain: str, next_is_map: bool) -> DataFrame:
+    def finish(
+        self, result: DataFrame | Checked, index: int, op: str, kind: str, chain: str, next_is_map: bool,
+        needed: frozenset[str] | None = None, read_flag: str | None = None,
+    ) -> DataFrame:
+        """Observe a step's counters and split its bad rows off to the error frames.
+
+        ``needed``: the columns later steps read (None: all). ``read_flag``: ``result`` is the
+        read's check folded into this step's; the column flags the rows the read failed, which
+        are counted and recorded as the read's.
+        """
         checked = result if isinstance(result, Checked) else None
         df = checked.df if checked else result
         bad = F.coalesce(F.col(BAD), F.lit(False)) if checked else None
+        obs = None
         if self.observe and (checked or not next_is_map):
             obs = Observation(f"dataflow_{self.tag}_{chain}_{index}")
             metrics = [F.count(F.lit(1)).alias("rows")]
             if checked:
                 metrics.append(F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
+            if read_flag:
+                metrics.append(F.sum(F.when(F.col(read_flag), 1).otherwise(0)).alias("read_bad"))
+                self.frames.observed.append(_Observed(READ_STEP, "read", "read", obs, chain, view=_read_part))
             df = df.observe(obs, *metrics)
-            self.frames.observed.append(_Observed(index, op, kind, obs, chain))
+            self.frames.observed.append(_Observed(index, op, kind, obs, chain, view=_step_part if read_flag else None))
         elif self.observe:
             # A map step keeps the row count: the next step's observation counts these rows too,
             # so no observation here (each one splits Spark's generated code).
             self.frames.observed.append(_Observed(index, op, kind, None, chain))
         if checked is None:
             return df
-        if self.observe:
+        if obs is not None:
             failed = checked.errors_from
             if failed is None:
-                # Both the error write and the data write read these rows: compute them once.
-                df = failed = df.persist(StorageLevel.MEMORY_AND_DISK)
+                # Both the error write and the data write read these rows: compute them once. A good
+                # row keeps only what later steps read; the rest is for error reasons (bad rows).
+                unread = [c for c in df.columns if c != BAD and (c in checked.helpers or (needed is not None and c not in needed))]
+                df = df.withColumns({c: F.when(bad, col(c)) for c in unread})
+                df = df.persist(StorageLevel.MEMORY_AND_DISK)
                 self.frames.persisted.append(df)
-            source = F.col("source").cast("string") if "source" in df.columns else F.lit(None).cast("string")
-            etype, reason = checked.error_columns()
-            self.frames.errors.append(failed.where(bad).select(source.alias("source"), F.lit(op).alias("op"), etype.alias("error_type"), reason.alias("reason")))
+                failed = lambda rows=df: rows  # noqa: E731
+            self.frames.errors.append(_Errors(obs, lambda: _error_records(failed(), checked, bad, op, read_flag)))
         return df.where(~bad).drop(BAD, *checked.helpers)
 
     def chain(
@@ -92,11 +133,29 @@ class _Builder:
     ) -> DataFrame:
         df = read_source(spark, read, files, side, storage, cache)
         kinds = [s.kind for s in steps]
-        df = self.finish(df, READ_STEP, "read", "read", chain, next_is_map=kinds[:1] == ["map"])
-        for i, step in enumerate(steps):
+        first = 0
+        if isinstance(df, Checked) and df.flag and steps:
+            # Lazy frames: lowering the first step over the unsplit rows costs nothing if it is dropped.
+            nxt = LOWERINGS[steps[0].name](df.rows(), steps[0], named)
+            if isinstance(nxt, Checked):
+                # The read's check and the first step's as one: one split, one pass over the lines.
+                first_step = steps[0]
+                df = self.finish(df.then(nxt), first_step.index, first_step.name, first_step.kind, chain, kinds[1:2] == ["map"], first_step.needed_after, read_flag=df.flag)
+                first = 1
+        if not first:
+            df = self.finish(df, READ_STEP, "read", "read", chain, next_is_map=kinds[:1] == ["map"])
+        for i, step in enumerate(steps[first:], start=first):
             df = LOWERINGS[step.name](df, step, named)
-            df = self.finish(df, step.index, step.name, step.kind, chain, next_is_map=kinds[i + 1 : i + 2] == ["map"])
+            df = self.finish(df, step.index, step.name, step.kind, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after)
         return df
+
+
+def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, read_flag: str | None) -> DataFrame:
+    """(source, op, error_type, reason) of the bad rows among ``failed``."""
+    source = F.col("source").cast("string") if "source" in failed.columns else F.lit(None).cast("string")
+    op_name = F.when(F.col(read_flag), F.lit("read")).otherwise(F.lit(op)) if read_flag else F.lit(op)
+    etype, reason = checked.error_columns()
+    return failed.where(bad).select(source.alias("source"), op_name.alias("op"), etype.alias("error_type"), reason.alias("reason"))
 
 
 def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: dict | None = None) -> JobFrames:
@@ -126,8 +185,15 @@ def _get(observation: Observation) -> dict[str, Any] | None:
     return box.get("value")
 
 
+def _bad_rows(observation: Observation) -> int | None:
+    """Rows a checked step flagged, by its counters (None: its query never reported them)."""
+    metrics = _get(observation)
+    return None if metrics is None else int(metrics.get("bad") or 0)
+
+
 def _chain_stats(nodes: list[_Observed], counted_read: bool) -> dict[int, StepStats]:
-    metrics = [_get(n.observation) if n.observation is not None else None for n in nodes]
+    got = {o: _get(o) for o in dict.fromkeys(n.observation for n in nodes if n.observation is not None)}  # one observation may count two nodes
+    metrics = [None if got.get(n.observation) is None else (n.view or dict)(got[n.observation]) for n in nodes]
     if any(m is None and n.observation is not None for m, n in zip(metrics, nodes)):
         return {}  # a query that never ran: no counters rather than wrong ones
     out: list[int] = [0] * len(nodes)
@@ -224,15 +290,19 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
             writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, tag, w.rows_per_file, publish_root, w.max_file_bytes)
             rows = frames.output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
             written = [WrittenFile(r["path"], r["rows"], r["bytes"]) for r in rows if r["path"] is not None]
-        if frames.errors:
-            errors = frames.errors[0]
-            for more in frames.errors[1:]:
+        # Only steps that met bad rows (their counters say so, now that the data is written) are read again.
+        counts = [_bad_rows(e.observation) for e in frames.errors]
+        wanted = [e.build() for e, n in zip(frames.errors, counts) if n != 0]
+        if wanted:
+            errors = wanted[0]
+            for more in wanted[1:]:
                 errors = errors.unionByName(more)
+            parallelism = errors.sparkSession.sparkContext.defaultParallelism
+            files = parallelism if None in counts else max(1, min(parallelism, -(-sum(counts) // _ERRORS_PER_FILE)))
             if scheme_of(side.uri) == "file":
-                _native_errors(errors, side, tag)
+                _native_errors(errors.coalesce(files), side, tag)
             else:
-                parallelism = errors.sparkSession.sparkContext.defaultParallelism
-                errors.coalesce(parallelism).mapInArrow(error_writer(asdict(side)), "rows long").collect()
+                errors.coalesce(files).mapInArrow(error_writer(asdict(side)), "rows long").collect()
     finally:
         for df in frames.persisted:
             df.unpersist()

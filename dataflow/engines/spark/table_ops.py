@@ -36,14 +36,26 @@ class Checked:
     """Rows flagged in column ``BAD``; ``cases`` are (condition, error type, reason), first match wins.
 
     ``helpers`` are columns the cases read that good rows do not keep. ``errors_from``, when set,
-    is a cheaper frame holding every bad row (with the same columns): the error write reads it
-    instead of a persisted copy of ``df``.
+    builds a cheaper frame holding every bad row (with the same columns): the error write reads it
+    instead of a persisted copy of ``df``. ``flag``, when set, is a helper column equal to
+    ``BAD`` that only this check writes and its cases alone read: the check can then be
+    folded into the next step's (``then``).
     """
 
     df: DataFrame
     cases: list[tuple[Column, str, Column]]
     helpers: tuple[str, ...] = ()
-    errors_from: DataFrame | None = None
+    errors_from: Callable[[], DataFrame] | None = None
+    flag: str | None = None
+
+    def rows(self) -> DataFrame:
+        """All rows, good and bad, without ``BAD``: the input of a step this check is folded into."""
+        return self.df.drop(BAD)
+
+    def then(self, nxt: Checked) -> Checked:
+        """This check and ``nxt`` (a check over ``rows()``) as one; a row this one flags keeps its reason."""
+        assert self.flag is not None, "only a check with its own flag column can be folded"
+        return Checked(nxt.df.withColumn(BAD, F.col(BAD) | F.col(self.flag)), [*self.cases, *nxt.cases], helpers=(*self.helpers, *nxt.helpers))
 
     def error_columns(self) -> tuple[Column, Column]:
         """(error_type, reason) of a bad row."""

@@ -1,0 +1,35 @@
+"""Which columns the rest of a chain of steps reads: what an engine may leave out of what it keeps."""
+from __future__ import annotations
+
+from dataflow.plan.nodes import Step
+from dataflow.plan.validate import param_reads
+
+__all__ = ["needed_after"]
+
+_PROBE = "\0any other column"
+
+
+def _needed_before(step: Step, needed: frozenset[str] | None) -> frozenset[str] | None:
+    """The columns ``step``'s input must hold for it and the steps after it (None: every column)."""
+    if step.op.name == "table.dedup" and not step.params.keys:
+        return None  # no keys: a row's every column is its key
+    reads = param_reads(step.params)[0] | frozenset(step.op.columns(step.params)[0]) | {"source"}
+    after = step.op.output_columns(frozenset({_PROBE}), step.params) if step.op.output_columns else None
+    if after is not None and _PROBE not in after:
+        # The step keeps only the columns it names (select, aggregations); those it passes on may come from its input.
+        return reads | after
+    return None if needed is None else needed | reads
+
+
+def needed_after(steps: list[Step]) -> list[frozenset[str] | None]:
+    """For each step, the columns of its output that the later steps or the sink read (None: every column).
+
+    The sink writes every column that reaches it, so columns fall out only at a step that keeps
+    just the columns it names. Over-approximates: a column listed may still go unused.
+    """
+    out: list[frozenset[str] | None] = []
+    needed: frozenset[str] | None = None
+    for step in reversed(steps):
+        out.append(needed)
+        needed = _needed_before(step, needed)
+    return out[::-1]
