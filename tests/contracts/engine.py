@@ -143,6 +143,15 @@ CASES: dict[str, Case] = {
         }}}],
         _with_columns_rows,
     ),
+    "with_columns_literals_and_predicates": Case(
+        "links",
+        [{"op": "table.with_columns", "params": {"columns": {
+            "q": "'it''s ' || state || ' \\ ok'", "p": "power(crc, 2)", "lk": "link LIKE 'a%'",
+            "bt": "ts BETWEEN 1000 AND 4000", "nb": "ts NOT BETWEEN 1000 AND 4000", "neg": "-rx - 1",
+        }}}],
+        lambda d: [d.row(i, q=None if s is None else f"it's {s} \\ ok", p=None if c is None else float(c * c), lk=lk, bt=bt, nb=not bt, neg=None if r is None else -r - 1)
+                   for i, (s, c, r, lk, bt) in enumerate((r["state"], r["crc"], r["rx"], r["link"].startswith("a"), 1000 <= r["ts"] <= 4000) for r in LINKS)],
+    ),
     "parse_json": Case(
         "json",
         [{"op": "table.parse_json", "params": {"fields": {"ts": "long", "link": "string", "rx": "double", "ok": "boolean", "meta": "string"}}}],
@@ -150,6 +159,16 @@ CASES: dict[str, Case] = {
             {"source": f"{d.json_lines}#line=1", "text": JSON_LINES[0], "ts": 10, "link": "a", "rx": -3.0, "ok": True, "meta": '{"v":1}'},
             {"source": f"{d.json_lines}#line=5", "text": JSON_LINES[4], "ts": None, "link": "5", "rx": None, "ok": None, "meta": None},
         ],
+        lambda d: [(f"{d.json_lines}#line=2", "table.parse_json", "JSONDecodeError"), (f"{d.json_lines}#line=3", "table.parse_json", "TypeError"),
+                   (f"{d.json_lines}#line=4", "table.parse_json", "TypeError"), (f"{d.json_lines}#line=7", "table.parse_json", "TypeError")],
+    ),
+    "parse_json_then_narrowing_steps": Case(  # on Spark, kept rows carry only what later steps read; errors still see it all
+        "json",
+        [{"op": "table.parse_json", "params": {"fields": {"ts": "long", "link": "string", "rx": "double"}}},
+         {"op": "table.with_columns", "params": {"columns": {"chars": "length(text)"}}},
+         {"op": "table.select", "params": {"columns": ["link", "chars"]}}],
+        lambda d: [{"source": f"{d.json_lines}#line=1", "link": "a", "chars": len(JSON_LINES[0])},
+                   {"source": f"{d.json_lines}#line=5", "link": "5", "chars": len(JSON_LINES[4])}],
         lambda d: [(f"{d.json_lines}#line=2", "table.parse_json", "JSONDecodeError"), (f"{d.json_lines}#line=3", "table.parse_json", "TypeError"),
                    (f"{d.json_lines}#line=4", "table.parse_json", "TypeError"), (f"{d.json_lines}#line=7", "table.parse_json", "TypeError")],
     ),

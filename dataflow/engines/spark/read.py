@@ -17,7 +17,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dataflow.engines.spark.columns import col
+from dataflow.engines.spark.columns import col, sql_literal
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
@@ -46,10 +46,14 @@ def _hadoop_path(uri: str, native_s3: bool) -> str:
     return "".join("\\" + c if c in _GLOB_CHARS else c for c in path)
 
 
-def _our_path(file_path: Column) -> Column:
-    """Spark's (URL-encoded) ``_metadata.file_path`` as the URI the connectors list."""
-    decoded = F.url_decode(F.regexp_replace(file_path, r"\+", "%2B"))
-    return F.regexp_replace(F.regexp_replace(decoded, "^file:", ""), "^s3a://", "s3://")
+def _our_path_sql(file_path: str = "_metadata.file_path") -> str:
+    """Spark's (URL-encoded) ``_metadata.file_path`` as the URI the connectors list, in SQL."""
+    decoded = f"url_decode(regexp_replace({file_path}, '[+]', '%2B'))"
+    return f"regexp_replace(regexp_replace({decoded}, '^file:', ''), '^s3a://', 's3://')"
+
+
+def _our_path(file_path: str = "_metadata.file_path") -> Column:
+    return F.expr(_our_path_sql(file_path))
 
 
 def _python_source(spark, files: list[str], kind: str, schema: T.StructType, read: SparkRead, side, storage: dict, cache: dict | None, **extra: Any) -> DataFrame:
@@ -87,25 +91,23 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     """
     if _native(spark, read) and _utf8(read):
         raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
-        as_text = F.col("content").cast("string")  # the bytes as they are, not yet checked
-        valid = F.is_valid_utf8(as_text)
+        valid = "is_valid_utf8(CAST(content AS STRING))"  # the bytes as they are, not yet checked
         if only_invalid:
-            raw = raw.where(~valid)
+            raw = raw.where(f"NOT {valid}")
         # ISO-8859-1 maps each byte to one character: a damaged file splits into its exact line bytes.
-        text = F.when(valid, as_text).otherwise(F.decode(F.col("content"), "ISO-8859-1"))
         # Splitting on one plain character takes Java's fast path, once CRLF is LF.
-        lf = F.replace(text, F.lit("\r\n"), F.lit("\n"))
-        parts = raw.select(_our_path(F.col("_metadata.file_path")).alias("__path"), valid.alias("__valid"), F.split(lf, "\n").alias("__lines"))
-        parts = parts.select("__path", "__valid", F.size("__lines").alias("__n"), "__lines")
+        text = f"CASE WHEN {valid} THEN CAST(content AS STRING) ELSE decode(content, 'ISO-8859-1') END"
+        lf = f"replace({text}, '\\r\\n', '\\n')"  # SQL string escapes: CR LF, LF
+        parts = raw.selectExpr(f"{_our_path_sql()} AS __path", f"{valid} AS __valid", f"split({lf}, '\\n') AS __lines")
         # posexplode_outer: the plain one makes Spark re-split every file to infer a size filter.
-        exploded = parts.select("__path", "__valid", "__n", F.posexplode_outer("__lines").alias("__pos", "__text"))
+        exploded = parts.selectExpr("__path", "__valid", "size(__lines) AS __n", "posexplode_outer(__lines) AS (__pos, __text)")
         # A file that ends with a newline yields one empty piece after it: not a line.
-        exploded = exploded.where(~((F.col("__pos") == F.col("__n") - 1) & (F.col("__text") == "")))
-        line_bytes = F.encode(F.when(~F.col("__valid"), F.col("__text")), "ISO-8859-1").cast("string")  # null in valid files
-        return exploded.select(
-            F.concat(F.col("__path"), F.lit("#line="), (F.col("__pos") + 1).cast("string")).alias("source"),
-            F.coalesce(line_bytes, F.col("__text")).alias("text"),
-            F.coalesce(~F.is_valid_utf8(line_bytes), F.lit(False)).alias(UNDECODABLE),
+        exploded = exploded.where("NOT (__pos = __n - 1 AND __text = '')")
+        line_bytes = "CAST(encode(__text, 'ISO-8859-1') AS STRING)"  # a line of a damaged file, as its bytes
+        return exploded.selectExpr(
+            "concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS source",
+            f"CASE WHEN __valid THEN __text ELSE {line_bytes} END AS text",
+            f"CASE WHEN __valid THEN FALSE ELSE NOT is_valid_utf8({line_bytes}) END AS {UNDECODABLE}",
         )
     df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
     source = F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
@@ -117,7 +119,7 @@ def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     if _native(spark, read) and _utf8(read):
         raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
         text = F.col("content").cast("string")
-        df = raw.select(_our_path(F.col("_metadata.file_path")).alias("source"), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE))
+        df = raw.select(_our_path().alias("source"), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE))
     else:
         df = _python_source(spark, files, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache)
         df = df.select(_file_uri(files, F.col("file")).alias("source"), "text", F.lit(False).alias(UNDECODABLE))
@@ -131,7 +133,7 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
     need not keep every line of a clean input.
     """
     failed = (lambda: errors_from().withColumn(BAD, F.col(UNDECODABLE))) if errors_from is not None else None
-    case = (F.col(UNDECODABLE), "UnicodeDecodeError", F.lit(_UNDECODABLE_REASON))
+    case = (UNDECODABLE, "UnicodeDecodeError", sql_literal(_UNDECODABLE_REASON))
     return Checked(df.withColumn(BAD, F.col(UNDECODABLE)), [case], helpers=(UNDECODABLE,), errors_from=failed, flag=UNDECODABLE)
 
 
@@ -206,7 +208,7 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
         df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
         if "source" in df.columns:
             return df.select("source", *[col(c) for c in df.columns if c != "source"])
-        own = F.concat(_our_path(F.col("_metadata.file_path")), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
+        own = F.concat(_our_path(), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
         return df.select(own.alias("source"), *[col(c) for c in df.columns])
     import pyarrow as pa
     import pyarrow.parquet as pq
