@@ -14,10 +14,17 @@ TIME = "#5b8c5a"
 _NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
 
 
-def _figure(rows: int):
+_DPI = 96
+_CHAR_PX = 7.8  # a 10 pt label character, about; margins come from it (a layout engine costs a draw per plot)
+
+
+def _figure(labels: list[str]):
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.5, 0.9 + 0.42 * max(rows, 1)), dpi=96, layout="constrained")
+    width, height = 7.5, 0.9 + 0.42 * max(len(labels), 1)
+    fig = Figure(figsize=(width, height), dpi=_DPI)
+    left = min(0.6, (20 + _CHAR_PX * max(map(len, labels), default=0)) / (width * _DPI))
+    fig.subplots_adjust(left=left, right=0.98, bottom=42 / (height * _DPI), top=1 - 26 / (height * _DPI))
     return fig, fig.add_subplot()
 
 
@@ -50,8 +57,8 @@ def funnel_svg(steps: list[dict[str, Any]], rows_in: int) -> str:
         rows_in: Rows the reader produced (the top bar when there is no ``read`` step).
     """
     bars = steps if steps and steps[0]["op"] == "read" else [{"op": "read", "rows_out": rows_in, "rows_errored": 0, "drops": {}}, *steps]
-    fig, ax = _figure(len(bars))
     labels = [f"{i}. {s['op']}" if i else s["op"] for i, s in enumerate(bars)]
+    fig, ax = _figure(labels)
     y = list(range(len(bars)))[::-1]
     kept = [s["rows_out"] for s in bars]
     dropped = [sum(s.get("drops", {}).values()) for s in bars]
@@ -74,7 +81,7 @@ def funnel_svg(steps: list[dict[str, Any]], rows_in: int) -> str:
 
 def throughput_svg(steps: list[dict[str, Any]]) -> str:
     """Seconds spent in each step (summed over workers), labelled with its rows per second."""
-    fig, ax = _figure(len(steps))
+    fig, ax = _figure([s["op"] for s in steps])
     y = list(range(len(steps)))[::-1]
     seconds = [s.get("seconds", 0.0) for s in steps]
     ax.barh(y, seconds, color=TIME)
@@ -96,10 +103,11 @@ def errors_svg(groups: list[tuple[str, str, int]]) -> str:
     Args:
         groups: ``(op, reason, count)`` triples.
     """
-    fig, ax = _figure(len(groups))
+    labels = [f"{op}: {reason[:40]}" for op, reason, _ in groups]
+    fig, ax = _figure(labels)
     y = list(range(len(groups)))[::-1]
     ax.barh(y, [n for _, _, n in groups], color=ERRORED)
-    ax.set_yticks(y, [f"{op}: {reason[:40]}" for op, reason, _ in groups])
+    ax.set_yticks(y, labels)
     ax.set_xlabel("rows")
     ax.set_title("Row errors by op and reason", loc="left")
     _style(ax, integer=True)
