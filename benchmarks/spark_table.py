@@ -1,14 +1,17 @@
 """Benchmark: the optical-fault pipeline on our Spark lowering vs the same job hand-written in PySpark.
 
 One run generates the telemetry (default 1,000 links x 24 h at one sample a minute = 1.44 M rows,
-plus syslog), starts one local Spark session, then times, alternating, ``dataflow`` running
+plus syslog), starts one local Spark session, then times ``dataflow`` running
 ``pipelines/optical_module_faults.yaml`` (read, parse with the error split, windows, last window,
 syslog join, flags, commit and report), our lowering alone (the compiled Spark job and its writers,
 no runner), and a hand-written PySpark job that computes the same output and the same error
-records. It prints the times and the ratios (target <= 1.05), then the same pipeline on the Ray
-engine for reference.
+records. After one untimed run of each (the JVM's warm-up), each job is timed in two blocks of
+its own runs (passes in opposite orders), each block after an untimed run of the job, and the JVM
+is settled (cache cleared, garbage collected) before every run, so no job pays for the code or the
+garbage of another. It prints the times and the ratios (target <= 1.05), then the same pipeline on
+the Ray engine for reference.
 
-Usage: python benchmarks/spark_table.py [--links 1000] [--hours 24] [--rounds 3] [--skip-ray] [--workdir DIR]
+Usage: python benchmarks/spark_table.py [--links 1000] [--hours 24] [--rounds 4] [--skip-ray] [--workdir DIR]
 """
 from __future__ import annotations
 
@@ -119,6 +122,16 @@ def lowering(spark, data: pathlib.Path, out: pathlib.Path) -> int:
     return sum(r["degrading"] for w in written for r in pq.read_table(w.path, columns=["degrading"]).to_pylist())
 
 
+def _settle(spark) -> None:
+    """Start each timed job from a quiet JVM: no cached blocks or garbage left by the job before it."""
+    import gc
+
+    spark.catalog.clearCache()
+    gc.collect()  # Python's garbage first: its JVM objects are released with it
+    spark.sparkContext._jvm.System.gc()
+    time.sleep(1.0)
+
+
 def _timed(fn, *args) -> tuple[float, int]:
     start = time.monotonic()
     flagged = fn(*args)
@@ -129,7 +142,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--links", type=int, default=1000)
     parser.add_argument("--hours", type=int, default=24)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="timed runs of each job (in two blocks, each after an untimed run)")
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
@@ -147,16 +160,26 @@ def main() -> int:
     print(f"spark: session start-up {startup:.1f} s ({spark.sparkContext.master}, {spark.conf.get('spark.sql.shuffle.partitions')} shuffle partitions)")
     times: dict[str, list[float]] = {"dataflow": [], "lowering": [], "pyspark": []}
     jobs = {"dataflow": lambda out: ours(data, out, "spark"), "lowering": lambda out: lowering(spark, data, out), "pyspark": lambda out: hand_written(spark, data, out)}
-    for r in range(args.rounds + 1):  # round 0 warms the JVM and the Python workers up
-        for name in list(jobs) if r % 2 == 0 else list(reversed(jobs)):
-            out = work / f"out-{name}"
-            shutil.rmtree(out, ignore_errors=True)
-            seconds, flagged = _timed(jobs[name], out)
-            assert flagged == len(info["degrading"]), f"{name} flagged {flagged} links, expected {len(info['degrading'])}"
-            if r:
-                times[name].append(seconds)
-            print(f"  round {r}{' (warm-up)' if r == 0 else ''}: {name:8s} {seconds:6.1f} s, {flagged} links flagged", flush=True)
-    # Shared machines are noisy: the median and the best round of each, interleaved, are both shown.
+    # Each job is timed in blocks of its own runs, after an untimed run of itself: the JIT state a
+    # job runs in is its own, not that of the job before it (one job's code slowed the next by up
+    # to 20% when they alternated). Two passes in opposite orders balance the machine's drift.
+    per_block = max(1, args.rounds // 2)
+    for name in jobs:  # the JVM's own warm-up (class loading, first JIT), before any block
+        _settle(spark)
+        seconds, _ = _timed(jobs[name], work / f"out-{name}")
+        print(f"  {name:8s} {'JVM warm-up':11s} {seconds:6.1f} s", flush=True)
+    for order in (list(jobs), list(reversed(jobs))):
+        for name in order:
+            for r in range(per_block + 1):
+                out = work / f"out-{name}"
+                shutil.rmtree(out, ignore_errors=True)
+                _settle(spark)
+                seconds, flagged = _timed(jobs[name], out)
+                assert flagged == len(info["degrading"]), f"{name} flagged {flagged} links, expected {len(info['degrading'])}"
+                if r:
+                    times[name].append(seconds)
+                print(f"  {name:8s} {'warm-up' if r == 0 else f'run {r}':11s} {seconds:6.1f} s, {flagged} links flagged", flush=True)
+    # Shared machines are noisy: the median and the best run of each are both shown.
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
     print(json.dumps({

@@ -8,6 +8,7 @@ counters show bad rows.
 """
 from __future__ import annotations
 
+import functools
 import posixpath
 import shutil
 import threading
@@ -116,16 +117,17 @@ class _Builder:
         if checked is None:
             return df
         if obs is not None:
-            failed = checked.errors_from
-            if failed is None:
+            if checked.errors_from is None:
                 # Both the error write and the data write read these rows: compute them once. A good
                 # row keeps only what later steps read; the rest is for error reasons (bad rows).
                 unread = [c for c in df.columns if c != BAD and (c in checked.helpers or (needed is not None and c not in needed))]
                 df = df.withColumns({c: F.when(bad, col(c)) for c in unread})
                 df = df.persist(StorageLevel.MEMORY_AND_DISK)
                 self.frames.persisted.append(df)
-                failed = lambda rows=df: rows  # noqa: E731
-            self.frames.errors.append(_Errors(obs, lambda: _error_records(failed(), checked, bad, op, read_flag)))
+                build = functools.partial(_error_records, df, checked, bad, op, read_flag)
+            else:
+                build = lambda: _error_records(checked.errors_from(), checked, bad, op, read_flag)  # noqa: E731
+            self.frames.errors.append(_Errors(obs, build))
         return df.where(~bad).drop(BAD, *checked.helpers)
 
     def chain(
@@ -139,8 +141,8 @@ class _Builder:
             nxt = LOWERINGS[steps[0].name](df.rows(), steps[0], named)
             if isinstance(nxt, Checked):
                 # The read's check and the first step's as one: one split, one pass over the lines.
-                first_step = steps[0]
-                df = self.finish(df.then(nxt), first_step.index, first_step.name, first_step.kind, chain, kinds[1:2] == ["map"], first_step.needed_after, read_flag=df.flag)
+                s = steps[0]
+                df = self.finish(df.then(nxt), s.index, s.name, s.kind, chain, kinds[1:2] == ["map"], s.needed_after, read_flag=df.flag)
                 first = 1
         if not first:
             df = self.finish(df, READ_STEP, "read", "read", chain, next_is_map=kinds[:1] == ["map"])
