@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from dataflow.engines.spark.columns import aggregate_column, col, sql_literal, sql_name, to_column
 from dataflow.engines.spark.compile import SparkStep
