@@ -136,7 +136,7 @@ def _steps_of(node) -> list[Step]:
     return list(node.steps) if isinstance(node, FusedMap) else [node]
 
 
-_STEPS_OF = {FusedMap: _steps_of, Map: _steps_of, Filter: _steps_of, FlatMap: _steps_of, Shuffle: _steps_of}
+_STEP_NODES = (FusedMap, Map, Filter, FlatMap, Shuffle)
 
 
 def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite | None]:
@@ -151,10 +151,9 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
             native = s.format == "parquet" and scheme_of(s.uri) == "file" and s.max_file_bytes is None
             write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native, max_file_bytes=s.max_file_bytes)
         else:
-            steps_of = _STEPS_OF.get(type(node))
-            if steps_of is None:
+            if type(node) not in _STEP_NODES:
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
-            steps += steps_of(node)
+            steps += _steps_of(node)
     return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write
 
 

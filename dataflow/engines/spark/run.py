@@ -13,6 +13,7 @@ import posixpath
 import shutil
 import threading
 import uuid
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -178,13 +179,21 @@ def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, stor
     return builder.frames
 
 
+_got: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # observation -> its metrics (or None), read once
+
+
 def _get(observation: Observation) -> dict[str, Any] | None:
-    """The observation's metrics, or None when its query never ran (a branch Spark pruned)."""
-    box: dict[str, Any] = {}
-    waiter = threading.Thread(target=lambda: box.update(value=observation.get), daemon=True)
-    waiter.start()
-    waiter.join(_OBSERVATION_WAIT_S)
-    return box.get("value")
+    """The observation's metrics, or None when its query never ran (a branch Spark pruned).
+
+    Read once: the error write and the counters both ask, and a query that never ran costs a wait.
+    """
+    if observation not in _got:
+        box: dict[str, Any] = {}
+        waiter = threading.Thread(target=lambda: box.update(value=observation.get), daemon=True)
+        waiter.start()
+        waiter.join(_OBSERVATION_WAIT_S)
+        _got[observation] = box.get("value")
+    return _got[observation]
 
 
 def _bad_rows(observation: Observation) -> int | None:
