@@ -1,0 +1,19 @@
+"""dataflow's own columns: names in a reserved namespace that user data never takes.
+
+Like WebDataset's ``__key__`` / ``__url__``, dataflow's columns are spelled ``__<name>__``. A user
+column may be called ``source``, ``id``, ``text``, ``bytes``, ``image``, ``path`` or ``key``; it
+round-trips untouched, because dataflow reads and writes only the names below.
+"""
+from __future__ import annotations
+
+__all__ = ["SOURCE", "is_reserved"]
+
+SOURCE = "__source__"
+"""Lineage and row identity: the input's URI plus the row's position in it (``#line=N``,
+``#row=N``, ``#t=a,b``). Set by the reader, never from user values; unique per row, so a
+dedup keeps the row with the smallest one and results do not depend on partitioning."""
+
+
+def is_reserved(name: str) -> bool:
+    """True for a name in dataflow's namespace (``__name__``)."""
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
