@@ -30,6 +30,7 @@ __all__ = [
     "list_files",
     "parse_size",
     "parquet_parts",
+    "parquet_schema",
     "read_parquet_part",
     "scheme_of",
     "scratch_dir",
@@ -259,6 +260,13 @@ def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = 
     from connectors.formats.parquet import row_groups
 
     return row_groups(filesystem(uri, storage_options, cache), strip_scheme(uri))
+
+
+def parquet_schema(uri: str, storage_options: dict[str, dict[str, Any]] | None = None):
+    """Return a Parquet file's Arrow schema (reads the footer only)."""
+    from connectors.formats.parquet import schema
+
+    return schema(filesystem(uri, storage_options), strip_scheme(uri))
 
 
 def read_parquet_part(

@@ -272,9 +272,10 @@ def run_pipeline(
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, list_files, scheme_of, strip_scheme
+    from connectors.registry import filesystem, list_files, parquet_schema, scheme_of, strip_scheme
+    from dataflow.plan.input_types import check_input_types
 
-    _, optimized, engine, job = compile_pipeline(spec)
+    logical, optimized, engine, job = compile_pipeline(spec)
     sink, source, storage = spec.sink, spec.source, spec.storage.options
     fs = filesystem(sink.uri, storage)
     run_id = uuid.uuid4().hex[:12]
@@ -286,6 +287,8 @@ def run_pipeline(
         sweep_tmp(fs, layout)
     start = time.monotonic()
     inputs = list_files(source.uri, source.format, source.options, storage)
+    if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
+        check_input_types(logical, parquet_schema(inputs[0], storage))
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
     whole = shard is None and getattr(engine, "partitions_inputs", False)
     shards = make_shards(

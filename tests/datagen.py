@@ -57,3 +57,41 @@ def write_jsonl(path: pathlib.Path, rows: list[dict], bad_lines: list[bytes] = (
     path.parent.mkdir(parents=True, exist_ok=True)
     data = b"".join(json.dumps(r).encode() + b"\n" for r in rows) + b"".join(line + b"\n" for line in bad_lines)
     path.write_bytes(data)
+
+
+def png_bomb(width: int, height: int) -> bytes:
+    """A valid 1-bit PNG of ``width`` x ``height`` zeros: a few KiB that decode to ``width*height`` pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    packer, row = zlib.compressobj(9), b"\x00" * (1 + (width + 7) // 8)  # filter byte + packed bits
+    idat = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    ihdr = struct.pack(">IIBBBBB", width, height, 1, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def gif_bomb(width: int = 65535, height: int = 65535) -> bytes:
+    """A GIF whose logical screen and only frame claim ``width`` x ``height`` pixels, with almost no data."""
+    import struct
+
+    screen = b"GIF89a" + struct.pack("<HHBBB", width, height, 0, 0, 0)
+    frame = b"," + struct.pack("<HHHHB", 0, 0, width, height, 0x80) + b"\x00\x00\x00\xff\xff\xff"  # 2-colour local table
+    return screen + frame + b"\x02\x02\x4c\x01\x00" + b";"  # LZW: min code size 2, clear + end codes
+
+
+def write_hostile_images(folder: pathlib.Path, sparse_bytes: int = 80 * 2**20) -> dict[str, pathlib.Path]:
+    """Write decompression bombs (PNG between Pillow's warning and error limits, GIF far above), an
+    empty file, a truncated PNG and a sparse file of zeros (``sparse_bytes`` long, no disk used)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {name: folder / f"bad_{name}" for name in ("png_bomb.png", "gif_bomb.gif", "empty.png", "truncated.png", "zeros.png")}
+    files["png_bomb.png"].write_bytes(png_bomb(12_000, 12_000))  # 144 Mpx
+    files["gif_bomb.gif"].write_bytes(gif_bomb())
+    files["empty.png"].write_bytes(b"")
+    good = encode(gradient(200, 150), "PNG")
+    files["truncated.png"].write_bytes(good[: len(good) // 2])
+    with open(files["zeros.png"], "wb") as f:
+        f.truncate(sparse_bytes)
+    return files

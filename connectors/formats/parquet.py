@@ -32,6 +32,12 @@ def row_groups(fs, path: str) -> list[tuple[int, int, int]]:
     return out
 
 
+def schema(fs, path: str):
+    """Return a Parquet file's Arrow schema (footer only)."""
+    with fs.open(path, "rb") as f:
+        return pq.ParquetFile(f).schema_arrow
+
+
 def read_row_group(fs, path: str, row_group: int, columns: list[str] | None = None):
     """Read one row group as an Arrow table (its column chunks count as bytes read)."""
     from connectors.storage.io_counters import COUNTERS

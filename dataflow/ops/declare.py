@@ -13,7 +13,7 @@ import pydantic
 
 from dataflow.errors import OpDefinitionError
 
-__all__ = ["BatchFormat", "Modality", "Needs", "OpKind", "OpSpec", "Resources", "op"]
+__all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Resources", "op"]
 
 _NAME_RE = re.compile(r"^(image|audio|text|table)\.[a-z][a-z0-9_]*$")
 _COLUMN_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -36,6 +36,30 @@ class OpKind(str, enum.Enum):
     FILTER = "filter"
     FLAT_MAP = "flat_map"
     GLOBAL = "global"
+
+
+class ColumnType(str, enum.Enum):
+    """The kind of value an op expects in an input column (``@op(input_types=...)``).
+
+    Checked against a Parquet source's schema at plan time, and per value when the run meets
+    one of another kind (that row goes to ``_errors/``; the op never sees it).
+    """
+
+    BINARY = "binary"  # bytes
+    STRING = "string"  # str
+    IMAGE_BYTES = "image_bytes"  # encoded image bytes, or a Hugging Face ``Image`` struct {bytes, path}
+
+    def accepts(self, value: Any) -> bool:
+        """Whether a cell value is of this kind (None is left to the op: it knows what a missing value means)."""
+        if value is None:
+            return True
+        if self is ColumnType.STRING:
+            return isinstance(value, str)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return True
+        if isinstance(value, dict) and self is ColumnType.IMAGE_BYTES:
+            return set(value) <= {"bytes", "path"} and (value.get("bytes") is None or isinstance(value["bytes"], bytes))
+        return False
 
 
 class BatchFormat(str, enum.Enum):
@@ -174,6 +198,7 @@ class OpSpec:
     output_columns: Callable[[frozenset[str] | None, pydantic.BaseModel], frozenset[str] | None] | None = None
     gpu_target: Callable[..., Any] | None = field(default=None, compare=False)
     gpu_resources: Resources | None = None
+    input_types: tuple[tuple[str, ColumnType], ...] = ()
 
     def __call__(self, batch: Any, **params: Any) -> Any:
         return self.bind(self.params(**params))(batch)
@@ -235,6 +260,15 @@ class OpSpec:
 
         return fill(self.inputs), fill(self.outputs)
 
+    def typed_inputs(self, params: pydantic.BaseModel) -> dict[str, ColumnType]:
+        """Return input column -> expected kind, with ``{param}`` templates filled in."""
+        values = params.model_dump()
+        out = {}
+        for name, kind in self.input_types:
+            m = _TEMPLATE_RE.match(name)
+            out[str(values[m.group(1)]) if m else name] = kind
+        return out
+
     def gpu(self, *, resources: Resources = Resources(num_gpus=1)) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register the GPU implementation of this op; it must equal the CPU path (tested)."""
         if not resources.num_gpus:
@@ -263,6 +297,7 @@ def op(
     requires: tuple[str, ...] = (),
     needs: tuple[Needs, ...] = (),
     output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
+    input_types: dict[str, str] | None = None,
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
 
@@ -279,6 +314,9 @@ def op(
         needs: Modules needed only for some parameter values (checked at validation too).
         output_columns: For ops whose output schema depends on params (``table.select``):
             ``(input_columns, params) -> output_columns``.
+        input_types: Entry of ``inputs`` -> the kind of value it must hold (a ``ColumnType``:
+            binary, string, image_bytes). A column of another type is a plan error when the
+            source's schema is known, else each such row is a row error.
     """
     from dataflow.ops.registry import register
 
@@ -312,6 +350,9 @@ def op(
             m = _TEMPLATE_RE.match(col)
             if m and m.group(1) not in names:
                 raise OpDefinitionError(f"op '{name}': column template '{col}' names no parameter")
+        for col, expected in (input_types or {}).items():
+            if col not in inputs or expected not in ColumnType._value2member_map_:
+                raise OpDefinitionError(f"op '{name}': input_types must map entries of inputs to one of {[t.value for t in ColumnType]}, got {col!r}: {expected!r}")
         model = pydantic.create_model(
             f"{name.replace('.', '_')}_params",
             __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
@@ -335,6 +376,7 @@ def op(
             requires=tuple(requires),
             needs=tuple(needs),
             output_columns=output_columns,
+            input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
         )
         register(spec)
         return spec

@@ -56,12 +56,24 @@ def resource_use(report, spec) -> dict[str, Any]:
 
 
 def _source_reader(storage_options: dict[str, dict[str, Any]] | None):
+    """``(uri, max_bytes) -> bytes``: reads at most ``max_bytes + 1`` bytes; a larger file is refused (ValueError)."""
     from connectors.registry import filesystem, strip_scheme
 
-    def read(uri: str) -> bytes:
-        return filesystem(uri, storage_options).cat_file(strip_scheme(uri))
+    def read(uri: str, max_bytes: int) -> bytes:
+        with filesystem(uri, storage_options).open(strip_scheme(uri), "rb") as f:
+            data = f.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise ValueError(f"file above the {max_bytes}-byte preview limit")
+        return data
 
     return read
+
+
+def _max_pixels(spec) -> int | None:
+    """The ``max_pixels`` of the pipeline's first ``image.decode`` step (None: the op's default)."""
+    steps = [*spec.steps, *(s for stage in spec.stages for s in stage.steps)]
+    step = next((s for s in steps if s.op == "image.decode"), None)
+    return (step.params or {}).get("max_pixels") if step is not None else None
 
 
 def write_html_report(report, spec, fs, root: str) -> str:
@@ -82,7 +94,7 @@ def write_html_report(report, spec, fs, root: str) -> str:
     report.resources = resource_use(report, spec)
     data = report.to_dict()
     manifest = json.loads(fs.cat_file(posixpath.join(root, "_manifest.json")))
-    samples = collect_samples(fs, root, manifest, data, sink_format=spec.sink.format, read_source=_source_reader(spec.storage.options))
+    samples = collect_samples(fs, root, manifest, data, sink_format=spec.sink.format, read_source=_source_reader(spec.storage.options), max_pixels=_max_pixels(spec))
     path = posixpath.join(root, REPORT_HTML)
     with fs.open(path, "wb") as f:
         f.write(render_report(data, samples, manifest).encode("utf-8"))

@@ -16,6 +16,7 @@ __all__ = ["THUMB_SIDE", "audio_uri", "image_thumbnail", "is_audio_bytes", "thum
 THUMB_SIDE = 128
 MAX_IMAGE_BYTES = 64 * 1024 * 1024  # larger sources are not opened for a thumbnail
 MAX_AUDIO_SECONDS = 30.0
+MAX_AUDIO_BYTES = 8 * 1024 * 1024  # larger encoded audio is not embedded
 _AUDIO_MAGIC = ((b"RIFF", 0, "audio/wav"), (b"fLaC", 0, "audio/flac"), (b"OggS", 0, "audio/ogg"), (b"ID3", 0, "audio/mpeg"))
 
 
@@ -49,29 +50,48 @@ def _encode_thumb(im, side: int) -> str:
     return _uri("image/jpeg", buf.getvalue())
 
 
-def thumbnail_from_bytes(data: bytes, side: int = THUMB_SIDE) -> str:
+def thumbnail_from_bytes(data: bytes, side: int = THUMB_SIDE, max_pixels: int | None = None) -> str:
     """Return a JPEG ``data:`` URI of encoded image bytes shrunk to fit ``side``.
 
+    Untrusted input is opened with ``image.decode``'s limits: the header is checked against
+    ``max_pixels`` (default: the op's ``MAX_PIXELS``) before any pixel is decoded, JPEGs are
+    decoded at a reduced DCT scale, and only the first frame of an animation is read.
+
     Raises:
-        OSError, SyntaxError, ValueError: the bytes are not a readable image (Pillow's errors).
+        OSError, SyntaxError, ValueError: the bytes are not a readable image (Pillow's errors), or
+            are above ``MAX_IMAGE_BYTES`` or ``max_pixels``.
     """
+    import warnings
+
     from PIL import Image
+
+    from dataflow.errors import RowError
+    from dataflow.ops.image.decode import MAX_PIXELS, check_pixels, pixel_limit
 
     if len(data) > MAX_IMAGE_BYTES:
         raise ValueError(f"image of {len(data)} bytes is above the {MAX_IMAGE_BYTES}-byte preview limit")
-    with Image.open(io.BytesIO(data)) as im:
-        im.draft("RGB", (side, side))
-        im.load()
-        return _encode_thumb(im.copy(), side)
+    limit = max_pixels or MAX_PIXELS
+    try:
+        with warnings.catch_warnings(), pixel_limit(limit):
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # max_pixels speaks for these sizes
+            with Image.open(io.BytesIO(data)) as im:  # reads the header only
+                check_pixels(im, limit)
+                im.draft("RGB", (side, side))
+                im.load()
+                return _encode_thumb(im.copy(), side)
+    except (RowError, Image.DecompressionBombError, EOFError) as exc:
+        raise ValueError(str(exc)) from exc
 
 
-def image_thumbnail(value: Any, side: int = THUMB_SIDE) -> str | None:
-    """Return a thumbnail URI when ``value`` is a picture (pixels or encoded bytes), else None."""
+def image_thumbnail(value: Any, side: int = THUMB_SIDE, max_pixels: int | None = None) -> str | None:
+    """Return a thumbnail URI when ``value`` is a picture (pixels, encoded bytes, a Hugging Face ``Image``), else None."""
+    if isinstance(value, dict) and isinstance(value.get("bytes"), bytes):
+        value = value["bytes"]
     if isinstance(value, np.ndarray) and value.ndim >= 2:
         return thumbnail_from_pixels(value, side)
-    if isinstance(value, (bytes, bytearray, memoryview)) and len(value) > 8 and not is_audio_bytes(bytes(value)):
+    if isinstance(value, (bytes, bytearray, memoryview)) and len(value) > 8 and not is_audio_bytes(bytes(value[:16])):
         try:
-            return thumbnail_from_bytes(bytes(value), side)
+            return thumbnail_from_bytes(bytes(value), side, max_pixels)
         except (OSError, SyntaxError, ValueError):
             return None
     return None
@@ -96,7 +116,7 @@ def audio_uri(value: Any, sample_rate: int | None = None) -> str | None:
     """
     if isinstance(value, (bytes, bytearray, memoryview)):
         mime = is_audio_bytes(bytes(value[:16]))
-        return _uri(mime, bytes(value)) if mime else None
+        return _uri(mime, bytes(value)) if mime and len(value) <= MAX_AUDIO_BYTES else None
     if not (isinstance(value, np.ndarray) and sample_rate and np.issubdtype(value.dtype, np.floating) and value.ndim in (1, 2)):
         return None
     import soundfile

@@ -3,23 +3,28 @@
 Everything is read back from what the run committed (``_manifest.json``, the output files,
 ``_errors/``), so a report can be re-rendered later from the sink alone. The work is bounded:
 at most ``limit`` thumbnails of each kind, the ``source`` column of one shard's outputs, and
-the first ``MAX_ERROR_RECORDS`` error records.
+the first ``MAX_ERROR_RECORDS`` error records. Source files are untrusted (the errored ones
+are often decompression bombs): they are opened with ``image.decode``'s ``max_pixels``, at most
+``MAX_IMAGE_BYTES`` of each is read, and thumbnails stop after ``MEDIA_SECONDS`` (the rest are
+shown with a note instead of a picture).
 """
 from __future__ import annotations
 
 import json
 import posixpath
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from dataflow.report.media import image_thumbnail, thumbnail_from_bytes
+from dataflow.report.media import MAX_IMAGE_BYTES, image_thumbnail, thumbnail_from_bytes
 
 __all__ = ["ErrorGroup", "Sample", "Samples", "collect_samples", "group_errors"]
 
 MAX_ERROR_RECORDS = 10_000
 MAX_SHARDS_SCANNED = 4  # shards whose inputs are compared with the output to find dropped rows
 EXAMPLES_PER_GROUP = 3
+MEDIA_SECONDS = 20.0  # time for all thumbnails of one report; later ones are skipped with a note
 MEDIA_FORMATS = ("image", "audio", "binary")
 _IMAGE_COLUMNS = ("bytes", "image", "thumbnail")
 
@@ -74,14 +79,29 @@ def _basename(source: str) -> str:
     return posixpath.basename(source.split("#", 1)[0]) or source
 
 
-def _thumb(read_source: Callable[[str], bytes] | None, source: str) -> tuple[str | None, str]:
-    """A thumbnail of a source file, or None and why not."""
-    if read_source is None or "#" in source:
-        return None, ""
-    try:
-        return thumbnail_from_bytes(read_source(source)), ""
-    except (OSError, SyntaxError, ValueError) as exc:
-        return None, f"not viewable: {type(exc).__name__}"
+class _Thumbs:
+    """Thumbnails within the decode op's pixel limit and the report's time budget."""
+
+    def __init__(self, read_source: Callable[[str, int], bytes] | None, max_pixels: int | None):
+        self.read_source, self.max_pixels = read_source, max_pixels
+        self.deadline = time.monotonic() + MEDIA_SECONDS
+
+    def _late(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def of_value(self, value: Any) -> str | None:
+        return None if self._late() else image_thumbnail(value, max_pixels=self.max_pixels)
+
+    def of_source(self, source: str) -> tuple[str | None, str]:
+        """A thumbnail of a source file, or None and why not."""
+        if self.read_source is None or "#" in source:
+            return None, ""
+        if self._late():
+            return None, f"not shown: thumbnails stop after {MEDIA_SECONDS:.0f} s"
+        try:
+            return thumbnail_from_bytes(self.read_source(source, MAX_IMAGE_BYTES), max_pixels=self.max_pixels), ""
+        except (OSError, SyntaxError, ValueError) as exc:
+            return None, f"not viewable: {str(exc)[:80] or type(exc).__name__}"
 
 
 def _drop_label(steps: list[dict[str, Any]]) -> str:
@@ -141,15 +161,15 @@ class _Outputs:
         return set()
 
 
-def _kept(outputs: _Outputs, files: list[str], read_source, limit: int) -> list[Sample]:
+def _kept(outputs: _Outputs, files: list[str], thumbs: _Thumbs, limit: int) -> list[Sample]:
     out: list[Sample] = []
     for rel in files:
         for row in outputs.first_rows(rel, limit - len(out)):
             source = str(row.get("source", rel))
-            image = next((t for c in _IMAGE_COLUMNS if c in row for t in [image_thumbnail(row[c])] if t), None)
+            image = next((t for c in _IMAGE_COLUMNS if c in row for t in [thumbs.of_value(row[c])] if t), None)
             note = ""
             if image is None:
-                image, note = _thumb(read_source, source)
+                image, note = thumbs.of_source(source)
             size = f"{row['width']}x{row['height']}" if "width" in row and "height" in row else ""
             out.append(Sample(source, image, " ".join(p for p in (_basename(source), size, note) if p)))
         if len(out) >= limit:
@@ -175,8 +195,9 @@ def collect_samples(
     report: dict[str, Any],
     *,
     sink_format: str,
-    read_source: Callable[[str], bytes] | None,
+    read_source: Callable[[str, int], bytes] | None,
     limit: int = 8,
+    max_pixels: int | None = None,
 ) -> Samples:
     """Collect the report's samples from a committed sink.
 
@@ -186,8 +207,10 @@ def collect_samples(
         manifest: The sink's ``_manifest.json``.
         report: ``RunReport.to_dict()``.
         sink_format: parquet, jsonl or files.
-        read_source: Returns a source file's bytes (None: no source thumbnails).
+        read_source: ``(uri, max_bytes)`` -> a source file's bytes, refusing (ValueError) a file
+            above ``max_bytes`` without reading it (None: no source thumbnails).
         limit: Thumbnails of each kind at most.
+        max_pixels: The run's ``image.decode`` pixel limit (None: the op's default).
     """
     from dataflow.runtime.stats import read_errors
 
@@ -195,17 +218,17 @@ def collect_samples(
     samples = Samples(errors=group_errors(records), error_records=len(records))
     if report.get("source_format") != "image":
         return samples
-    outputs = _Outputs(fs, root, sink_format)
-    samples.kept = _kept(outputs, outputs.data_files(manifest.get("files", [])), read_source, limit)
+    outputs, thumbs = _Outputs(fs, root, sink_format), _Thumbs(read_source, max_pixels)
+    samples.kept = _kept(outputs, outputs.data_files(manifest.get("files", [])), thumbs, limit)
     for r in records[:limit]:
-        image, note = _thumb(read_source, r["source"])
+        image, note = thumbs.of_source(r["source"])
         samples.errored.append(Sample(r["source"], image, f"{_basename(r['source'])}: {r['op']}: {r['reason'][:80]}" + (f" ({note})" if note and image is None else "")))
     if any(sum(s.get("drops", {}).values()) for s in report.get("steps", [])):
-        samples.dropped = _dropped(outputs, _shard_files(manifest), {r["source"] for r in records}, _drop_label(report["steps"]), read_source, limit)
+        samples.dropped = _dropped(outputs, _shard_files(manifest), {r["source"] for r in records}, _drop_label(report["steps"]), thumbs, limit)
     return samples
 
 
-def _dropped(outputs: _Outputs, shards, errored: set[str], label: str, read_source, limit: int) -> list[Sample]:
+def _dropped(outputs: _Outputs, shards, errored: set[str], label: str, thumbs: _Thumbs, limit: int) -> list[Sample]:
     """Inputs of the scanned shards that are neither in the output nor errored: a filter dropped them."""
     out: list[Sample] = []
     read: dict[str, set[str]] = {}
@@ -215,7 +238,7 @@ def _dropped(outputs: _Outputs, shards, errored: set[str], label: str, read_sour
                 read[f] = outputs.sources(f)  # after a global step every shard shares the same files
         kept = set().union(*(read[f] for f in files))
         for source in [i for i in inputs if i not in kept and i not in errored][: limit - len(out)]:
-            image, note = _thumb(read_source, source)
+            image, note = thumbs.of_source(source)
             out.append(Sample(source, image, f"{_basename(source)}: {label}" + (f" ({note})" if note else "")))
         if len(out) >= limit:
             break

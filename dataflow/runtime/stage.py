@@ -84,6 +84,7 @@ class StageExecutor:
         self.calls = calls
         self.ops = [get_op(c.op) for c in calls]
         self._params = {spec.name: c.params for spec, c in zip(self.ops, calls)}
+        self._typed = [spec.typed_inputs(spec.params(**c.params)) for spec, c in zip(self.ops, calls)]
         self.fns: list[Callable[[Any], Any]] = [
             spec.bind(spec.params(**c.params), device) for spec, c, device in zip(self.ops, calls, devices or ["cpu"] * len(calls))
         ]
@@ -91,10 +92,12 @@ class StageExecutor:
     def __call__(self, cols: Columns) -> tuple[Columns, list[ErrorRecord], dict[int, StepStats]]:
         errors: list[ErrorRecord] = []
         stats: dict[int, StepStats] = {}
-        for call, spec, fn in zip(self.calls, self.ops, self.fns):
+        for call, spec, fn, typed in zip(self.calls, self.ops, self.fns, self._typed):
             st = stats[call.index] = StepStats(rows_in=length(cols))
             start = time.perf_counter()
-            if st.rows_in:
+            if st.rows_in and typed:
+                cols = _split_wrong_types(spec.name, typed, cols, errors, st)
+            if length(cols):
                 cols = self._step(spec, fn, cols, errors, st)
             st.seconds = time.perf_counter() - start
             st.rows_out = length(cols)
@@ -154,6 +157,32 @@ class StageExecutor:
             else:
                 out.append(result)
         return from_rows(out, names) if out else {k: v[:0] for k, v in cols.items()}
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "struct<" + ", ".join(f"{k}: {_type_name(v)}" for k, v in value.items()) + ">"
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "list"
+    return type(value).__name__
+
+
+def _split_wrong_types(op: str, typed: dict, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:
+    """Send rows whose typed input columns hold a value of another kind to the errors; keep the rest.
+
+    The op never sees such a value, so a list where text is expected is a row error, not a crash.
+    """
+    bad: dict[int, str] = {}
+    for column, kind in typed.items():
+        for i, value in enumerate(cols.get(column, ())):
+            if i not in bad and not kind.accepts(value):
+                bad[i] = f"column '{column}' holds {_type_name(value)}, expected {kind.value}"
+    if not bad:
+        return cols
+    for i, reason in bad.items():
+        errors.append(ErrorRecord(source=str(cols["source"][i]) if "source" in cols else "", op=op, error_type="TypeError", reason=f"wrong input type: {reason}"))
+    st.rows_errored += len(bad)
+    return take(cols, np.array([i for i in range(length(cols)) if i not in bad], dtype=np.int64))
 
 
 def _record(source: Any, op: str, exc: RowError) -> ErrorRecord:

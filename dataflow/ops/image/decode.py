@@ -19,10 +19,18 @@ _ROTATED = {5, 6, 7, 8}  # EXIF orientations that swap width and height
 _ORIENTATION_TAG = 0x0112
 _BAD_IMAGE = (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError)
 _PILLOW_LIMIT = threading.Lock()
+MAX_PIXELS = 89_478_485
+"""Default ``max_pixels`` of ``image.decode`` (Pillow's own warning limit); the run report's thumbnails use the same."""
+
+
+def check_pixels(im: Image.Image, max_pixels: int) -> None:
+    """Refuse an opened image (only its header is read) above ``max_pixels``: a row error."""
+    if im.width * im.height > max_pixels:
+        raise RowError(f"image of {im.width}x{im.height} pixels exceeds max_pixels={max_pixels}")
 
 
 @contextlib.contextmanager
-def _pixel_limit(max_pixels: int):
+def pixel_limit(max_pixels: int):
     """Let Pillow open images up to ``max_pixels`` when that is above its own ``Image.MAX_IMAGE_PIXELS``.
 
     Pillow checks its module-wide limit while opening and while seeking frames, so a higher limit
@@ -63,12 +71,11 @@ def _draft(im: Image.Image, max_side: int) -> None:
 
 
 def _decode_cpu(data: bytes, mode: str, max_pixels: int, draft_max_side: int | None) -> np.ndarray:
-    with warnings.catch_warnings(), _pixel_limit(max_pixels):
+    with warnings.catch_warnings(), pixel_limit(max_pixels):
         # Our own max_pixels check below speaks for sizes between Pillow's warning and error limits.
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         with Image.open(io.BytesIO(data)) as im:
-            if im.width * im.height > max_pixels:
-                raise RowError(f"image of {im.width}x{im.height} pixels exceeds max_pixels={max_pixels}")
+            check_pixels(im, max_pixels)
             if draft_max_side and im.format == "JPEG":
                 _draft(im, draft_max_side)
             im.seek(0)
@@ -83,11 +90,10 @@ def _decode_cuda(data: bytes, mode: str, max_pixels: int) -> np.ndarray | None:
 
     if mode not in ("RGB", "L") or importlib.util.find_spec("torchvision") is None:
         return None
-    with _pixel_limit(max_pixels), Image.open(io.BytesIO(data)) as im:  # reads the header only
+    with pixel_limit(max_pixels), Image.open(io.BytesIO(data)) as im:  # reads the header only
         if im.format != "JPEG" or im.mode not in ("RGB", "L"):
             return None
-        if im.width * im.height > max_pixels:
-            raise RowError(f"image of {im.width}x{im.height} pixels exceeds max_pixels={max_pixels}")
+        check_pixels(im, max_pixels)
     import torch
     from torchvision.io import ImageReadMode, decode_jpeg
 
@@ -104,6 +110,7 @@ def _decode_cuda(data: bytes, mode: str, max_pixels: int) -> np.ndarray | None:
     name="image.decode",
     modality="image",
     inputs=("{column}",),
+    input_types={"{column}": "image_bytes"},
     outputs=("{output}", "width", "height"),
     batch_format="row",
 )
@@ -113,7 +120,7 @@ def decode_image(
     column: str = "bytes",
     output: str = "image",
     mode: str = "RGB",
-    max_pixels: int = 89_478_485,
+    max_pixels: int = MAX_PIXELS,
     draft_max_side: int | None = None,
     auto_draft: bool = True,
     device: Device = "auto",
@@ -124,8 +131,10 @@ def decode_image(
     are converted to ``mode``; 16-bit images are scaled to 8 bits. Corrupt or truncated data and
     images above ``max_pixels`` are row errors.
 
+    A Hugging Face ``Image`` column (``struct<bytes, path>``) is decoded from its ``bytes``.
+
     Args:
-        column: Column holding the encoded bytes.
+        column: Column holding the encoded bytes (or a Hugging Face ``Image`` struct).
         output: Column to write the decoded array to.
         mode: Pillow mode to convert to (RGB, RGBA, L, ...).
         max_pixels: Largest width*height accepted (guards against decompression bombs); may be
@@ -138,6 +147,10 @@ def decode_image(
             CUDA device, ``cpu`` always uses Pillow, ``cuda`` requires the GPU.
     """
     data = row[column]
+    if isinstance(data, dict):  # a Hugging Face ``Image`` value, as HF datasets write Parquet
+        if data.get("bytes") is None:
+            raise RowError(f"column '{column}' holds a Hugging Face Image without bytes (path={data.get('path')!r}); only embedded images are decoded")
+        data = data["bytes"]
     if data is None or len(data) == 0:
         raise RowError("empty image data")
     pixels = None
@@ -162,7 +175,7 @@ def _decode_image_cuda(
     column: str = "bytes",
     output: str = "image",
     mode: str = "RGB",
-    max_pixels: int = 89_478_485,
+    max_pixels: int = MAX_PIXELS,
     draft_max_side: int | None = None,
     auto_draft: bool = True,
     device: Device = "auto",

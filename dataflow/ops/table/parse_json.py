@@ -54,6 +54,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] 
     name="table.parse_json",
     modality="table",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=("source",),
     batch_format="row",
     output_columns=_columns_after,

@@ -60,6 +60,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] 
     name="table.parse_regex",
     modality="table",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=("source",),
     kind="flat_map",
     batch_format="row",

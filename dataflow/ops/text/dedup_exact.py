@@ -40,6 +40,7 @@ def _bucketing(params) -> Bucketing:
     name="text.dedup_exact",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=(),
     kind="global",
     batch_format="numpy",

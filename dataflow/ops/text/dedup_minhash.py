@@ -46,6 +46,7 @@ def _bucketing(params) -> Bucketing:
     name="text.dedup_minhash",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=(),
     kind="global",
     batch_format="numpy",

@@ -32,6 +32,7 @@ def similar_pairs(vectors: np.ndarray, threshold: float) -> tuple[np.ndarray, np
     name="text.dedup_semantic",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=(),
     kind="global",
     batch_format="numpy",

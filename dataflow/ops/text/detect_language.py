@@ -22,6 +22,7 @@ def identifier():
     name="text.detect_language",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=("language", "language_score"),
     kind="flat_map",
     batch_format="numpy",

@@ -28,6 +28,7 @@ def model_path(model: str) -> str:
     name="text.embed",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=("{output}",),
     batch_format="numpy",
     extra="embed",

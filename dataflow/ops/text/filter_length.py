@@ -10,6 +10,7 @@ from dataflow.ops.declare import op
     name="text.filter_length",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=(),
     kind="filter",
     batch_format="numpy",

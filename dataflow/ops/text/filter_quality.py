@@ -64,6 +64,7 @@ def _first_failure(text: str, p: dict) -> str:
     name="text.filter_quality",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=(),
     kind="filter",
     batch_format="numpy",

@@ -67,6 +67,7 @@ def _clean(text: str, form: str, mojibake: bool, controls: bool, whitespace: boo
     name="text.normalize",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=("{column}",),
     batch_format="numpy",
 )

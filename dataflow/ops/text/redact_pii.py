@@ -56,6 +56,7 @@ def redact(text: str, kinds: tuple[str, ...], placeholder: str) -> tuple[str, di
     name="text.redact_pii",
     modality="text",
     inputs=("{column}",),
+    input_types={"{column}": "string"},
     outputs=("{column}", "pii_email", "pii_phone", "pii_ip"),
     batch_format="numpy",
 )

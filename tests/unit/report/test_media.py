@@ -52,3 +52,28 @@ def test_audio_from_samples_is_clipped_pcm_wav():
     assert rate == 8000 and data.shape == (100, 2)
     assert data[0, 0] == pytest.approx(0.5, abs=1e-4) and data[0, 1] == pytest.approx(-1.0, abs=1e-4)
     assert audio_uri(samples) is None
+
+
+def test_bombs_are_refused_from_the_header_within_the_decode_limit():
+    """A 144 Mpx PNG (between Pillow's warning and error limits) and a 4 Gpx GIF: refused before any pixel is decoded."""
+    import time
+
+    from tests.datagen import gif_bomb, png_bomb
+
+    for data, words in ((png_bomb(12_000, 12_000), "12000x12000 pixels exceeds max_pixels=89478485"), (gif_bomb(), "exceeds limit")):
+        start = time.monotonic()
+        with pytest.raises(ValueError, match=words):
+            thumbnail_from_bytes(data)
+        assert time.monotonic() - start < 1.0
+        assert image_thumbnail(data) is None
+
+
+def test_thumbnail_uses_the_given_pixel_limit():
+    data = encode(gradient(100, 60), "PNG")
+    with pytest.raises(ValueError, match="100x60 pixels exceeds max_pixels=5000"):
+        thumbnail_from_bytes(data, max_pixels=5000)
+    assert image_thumbnail(data, max_pixels=6000) is not None
+
+
+def test_hugging_face_image_struct_gives_a_thumbnail():
+    assert image_thumbnail({"bytes": encode(gradient(50, 40), "PNG"), "path": "a.png"}) is not None

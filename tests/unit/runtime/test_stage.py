@@ -66,3 +66,27 @@ def test_image_and_text_ops_apply_to_the_same_rows():
     assert [img.shape for img in cols["image"]] == [(40, 60, 3), (60, 60, 3)]
     assert [e.source for e in errors] == ["s2"] and errors[0].op == "image.decode"
     assert (stats[2].rows_in, stats[2].rows_out) == (3, 2)
+
+
+def test_values_of_the_wrong_type_are_row_errors_naming_column_and_type():
+    """A list where text is expected and an int where bytes are expected: the op never sees them."""
+    batch = {
+        "source": np.array(["s0", "s1", "s2"], dtype=object),
+        "text": np.array(["  fine  text ", ["a", "list"], "ok"], dtype=object),
+        "bytes": np.array([encode(gradient(20, 10), "PNG"), encode(gradient(20, 10), "PNG"), 7], dtype=object),
+    }
+    cols, errors, stats = StageExecutor([StepCall(0, "text.normalize", {}), StepCall(1, "image.decode", {})])(batch)
+    assert list(cols["source"]) == ["s0"] and cols["text"][0] == "fine text"
+    assert [(e.source, e.op, e.reason) for e in errors] == [
+        ("s1", "text.normalize", "wrong input type: column 'text' holds list, expected string"),
+        ("s2", "image.decode", "wrong input type: column 'bytes' holds int, expected image_bytes"),
+    ]
+    assert [(stats[i].rows_in, stats[i].rows_out, stats[i].rows_errored) for i in (0, 1)] == [(3, 2, 1), (2, 1, 1)]
+
+
+def test_image_decode_reads_hugging_face_image_structs():
+    png = encode(gradient(30, 20), "PNG")
+    batch = {"source": np.array(["s0", "s1"], dtype=object), "image": np.array([{"bytes": png, "path": "a.png"}, {"bytes": None, "path": "b.png"}], dtype=object)}
+    cols, errors, _ = StageExecutor([StepCall(0, "image.decode", {"column": "image", "output": "pixels"})])(batch)
+    assert list(cols["source"]) == ["s0"] and cols["pixels"][0].shape == (20, 30, 3)
+    assert errors[0].source == "s1" and "Hugging Face Image without bytes (path='b.png')" in errors[0].reason
