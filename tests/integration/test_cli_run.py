@@ -113,3 +113,34 @@ def test_commit_refuses_until_every_shard_run_left_its_marker(spark_local, tmp_p
     assert done.exit_code == 0, done.output
     assert done.stdout.startswith(f"sharded on shards: published -> {out}") and (out / "_SUCCESS").exists()
     assert sorted(pq.read_table(out).column("a").to_pylist()) == list(range(0, 30, 2))
+
+
+def test_hostile_images_go_to_errors_and_the_report_stays_bounded(ray_local, tmp_path):
+    """Decompression bombs (PNG, GIF), an empty, a truncated and a sparse 80 MiB file among good images:
+    exit 0, each bad file in ``_errors/`` with its reason, and the report is written without decoding them."""
+    from tests.datagen import write_hostile_images
+
+    data, out = tmp_path / "in", tmp_path / "out"
+    write_images(data, 4, size=(64, 48))
+    bad = write_hostile_images(data)
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        f"name: hostile\nsource: {{uri: '{data}', format: image}}\n"
+        "steps: [{op: image.decode, params: {max_pixels: 50000000}}, {op: image.resize, params: {max_side: 32}}]\n"
+        f"sink: {{uri: '{out}', format: parquet, mode: overwrite}}\nerrors: {{max_error_ratio: 0.9}}\n"
+    )
+    run = subprocess.run(["dataflow", "run", str(pipeline), "--quiet"], env=_env(ray_local), capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr
+    assert pq.read_table(out).num_rows == 4
+    errors = {pathlib.Path(r["source"].split("://", 1)[-1]).name: r["reason"] for f in (out / "_errors").rglob("*") if f.is_file()
+              for r in map(json.loads, f.read_text().splitlines())}
+    assert set(errors) == {p.name for p in bad.values()}
+    assert errors["bad_png_bomb.png"] == "image of 12000x12000 pixels exceeds max_pixels=50000000"
+    assert "exceeds limit" in errors["bad_gif_bomb.gif"] and errors["bad_empty.png"] == "empty image data"
+    assert errors["bad_truncated.png"].startswith("undecodable image") and errors["bad_zeros.png"].startswith("undecodable image: cannot identify")
+    report = json.loads((out / "_dataflow" / "report.json").read_text())
+    assert (report["rows_in"], report["rows_out"], report["rows_errored"]) == (9, 4, 5)
+    page = (out / "_dataflow" / "report.html").read_text()
+    assert "not viewable: image of 12000x12000 pixels exceeds max_pixels=50000000" in page
+    built = (out / "_dataflow" / "report.html").stat().st_mtime - (out / "_manifest.json").stat().st_mtime
+    assert built < 10, f"the report took {built:.1f} s after the commit"
