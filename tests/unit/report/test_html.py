@@ -69,3 +69,22 @@ def test_report_json_round_trips_into_the_page(committed_sink):
     page = render_report(data, Samples(), {"committed_at": "2026-12-02T00:00:00Z"})
     assert "<h1>thumbs</h1>" in page and "2026-12-02T00:00:00Z" in page
     assert "id='samples'" in page  # an image pipeline shows the grid, empty here
+
+
+def test_thumbnails_stop_when_the_report_time_budget_is_spent(committed_sink, monkeypatch):
+    """Past ``MEDIA_SECONDS`` no file is opened: each tile says why it has no picture."""
+    from dataflow.report import samples
+
+    monkeypatch.setattr(samples, "MEDIA_SECONDS", -1.0)
+    page = _page(committed_sink)
+    grid = page[page.index("id='samples'") :]
+    assert "<img src='data:image/" not in grid
+    assert "not shown: thumbnails stop after" in grid
+
+
+def test_source_thumbnails_read_at_most_the_byte_cap(committed_sink, monkeypatch):
+    from dataflow.report import samples
+
+    monkeypatch.setattr(samples, "MAX_IMAGE_BYTES", 100)
+    grid = _page(committed_sink)[_page(committed_sink).index("id='samples'") :]
+    assert "not viewable: file above the 100-byte preview limit" in grid
