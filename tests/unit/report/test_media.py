@@ -77,3 +77,12 @@ def test_thumbnail_uses_the_given_pixel_limit():
 
 def test_hugging_face_image_struct_gives_a_thumbnail():
     assert image_thumbnail({"bytes": encode(gradient(50, 40), "PNG"), "path": "a.png"}) is not None
+
+
+def test_encoded_audio_above_the_byte_cap_is_not_embedded(monkeypatch):
+    from dataflow.report import media
+
+    buf = io.BytesIO()
+    soundfile.write(buf, np.zeros(8000, np.float32), 8000, format="WAV")
+    monkeypatch.setattr(media, "MAX_AUDIO_BYTES", len(buf.getvalue()) - 1)
+    assert audio_uri(buf.getvalue()) is None
