@@ -174,6 +174,12 @@ class OpSpec:
     output_columns: Callable[[frozenset[str] | None, pydantic.BaseModel], frozenset[str] | None] | None = None
     gpu_target: Callable[..., Any] | None = field(default=None, compare=False)
     gpu_resources: Resources | None = None
+    reshapes: bool = False
+
+    @property
+    def drops_rows(self) -> bool:
+        """Whether the input rows it does not pass on count as dropped: filters, and global ops that keep a subset (dedups)."""
+        return self.kind is OpKind.FILTER or (self.kind is OpKind.GLOBAL and not self.reshapes)
 
     def __call__(self, batch: Any, **params: Any) -> Any:
         return self.bind(self.params(**params))(batch)
@@ -263,6 +269,7 @@ def op(
     requires: tuple[str, ...] = (),
     needs: tuple[Needs, ...] = (),
     output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
+    reshapes: bool = False,
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
 
@@ -279,6 +286,10 @@ def op(
         needs: Modules needed only for some parameter values (checked at validation too).
         output_columns: For ops whose output schema depends on params (``table.select``):
             ``(input_columns, params) -> output_columns``.
+        reshapes: A global op whose output rows are new rows, not a subset of its input
+            (aggregations, joins): the run's row-conservation check does not hold it to
+            ``rows_in == rows_out + dropped + errored``. Other global ops (dedups) count every
+            input row they do not pass on as dropped.
     """
     from dataflow.ops.registry import register
 
@@ -287,6 +298,8 @@ def op(
             raise OpDefinitionError(f"op '{name}': name must match <image|audio|text|table>.<verb>[_<object>]")
         if name.split(".", 1)[0] != modality:
             raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's prefix")
+        if reshapes and kind != "global":
+            raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
         if not outputs and kind not in {"filter", "global"}:
             raise OpDefinitionError(f"op '{name}': outputs must not be empty")
         for col in (*inputs, *outputs):
@@ -335,6 +348,7 @@ def op(
             requires=tuple(requires),
             needs=tuple(needs),
             output_columns=output_columns,
+            reshapes=reshapes,
         )
         register(spec)
         return spec
