@@ -20,6 +20,7 @@ from typing import Any
 from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
 from dataflow.engines.base import CACHE_COUNTERS_DIR, CacheReport, RunContext, RunOptions, RunReport, StepReport
 from dataflow.errors import DataflowError, RunError
+from dataflow.ops.declare import OpKind
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.build import source_refs
 from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Shuffle, Step, Write
@@ -31,15 +32,23 @@ from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import MIN_FILES_PER_SHARD, Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
 from dataflow.runtime.stage import StepStats
-from dataflow.runtime.stats import SideOutputs, read_errors, read_stats
+from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_errors, read_stats
 
-__all__ = ["ENGINES", "BudgetExceededError", "cache_config", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
+__all__ = ["ENGINES", "BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
 
 ENGINES = {"ray": "dataflow.engines.ray:RayEngine", "spark": "dataflow.engines.spark:SparkEngine"}
 
 
 class BudgetExceededError(RunError):
     """More row errors than ``errors.max_error_ratio`` / ``errors.max_errors`` allow."""
+
+    def __init__(self, message: str, report: RunReport):
+        self.report = report
+        super().__init__(message)
+
+
+class UnbalancedCountsError(RunError):
+    """The run's row counters do not add up: rows were lost or made without a record (a bug, not bad data)."""
 
     def __init__(self, message: str, report: RunReport):
         self.report = report
@@ -125,10 +134,17 @@ class MixedEngine:
         written: list[Any] = []
         for k in range(len(job.segments)):
             engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
+            handed = sum(f.rows for f in written)
             written = engine.execute(sub_job, sub, options)
             if k > 0:
                 fs = filesystem(ctx.side.uri, ctx.storage_options)
-                stats = read_stats(fs, [sub.side.stats_dir], skip=frozenset({-1}))
+                stats = read_stats(fs, [sub.side.stats_dir])
+                read = stats.pop(-1, StepStats())
+                if read.rows_in != handed:
+                    raise RunError(
+                        f"handoff {k} ({self.engines[k - 1].name} -> {engine.name}): {engine.name} read {read.rows_in} rows, "
+                        f"but {self.engines[k - 1].name} wrote {handed} (a bug in the engine, not bad data; nothing was published)"
+                    )
                 ctx.side.write(f"handoff-{k}", uuid.uuid4().hex[:12], [], stats)
                 fs.rm(sub.side.stats_dir, recursive=True)
         return written
@@ -328,7 +344,7 @@ def run_pipeline(
         text = _failure_text(exc)[:500]
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
-    return _finish(spec, engine.name, fs, layout, progress, start)
+    return _finish(spec, optimized, engine.name, fs, layout, progress, start)
 
 
 def _shard_context(
@@ -429,15 +445,43 @@ def _stats(fs, progress: Progress, markers: list[dict[str, Any]]):
     return stats
 
 
-def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progress: Progress, start: float) -> RunReport:
-    """Check the error budget over every shard, then commit, write the report, drop the progress."""
+def _chains(plan: LogicalPlan) -> list[list[Counted]]:
+    """The plan's steps as the balance check sees them: the main chain from the read, then each named source's."""
+
+    def counted(nodes) -> list[Counted]:
+        steps = [s for n in nodes for s in (n.steps if isinstance(n, FusedMap) else (n,)) if isinstance(s, Step)]
+        return [Counted(s.index, f"{s.path} ({s.op.name})", FANS_OUT if s.op.kind is OpKind.FLAT_MAP else RESHAPES if s.op.reshapes else CONSERVES) for s in steps]
+
+    return [[Counted(-1, "read"), *counted(plan.nodes)], *(counted(side.nodes) for side in plan.inputs)]
+
+
+def _discard(fs, layout: SinkLayout, progress: Progress) -> None:
+    """Leave the sink as it was: remove this run's unpublished files, its progress and its tmp folder."""
+    old = read_manifest(fs, layout)
+    sweep_unpublished(fs, layout, {f["path"].split("/", 1)[0] for f in (old or {}).get("files", [])})
+    progress.clear()
+    remove_tmp(fs, layout)
+
+
+def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout: SinkLayout, progress: Progress, start: float) -> RunReport:
+    """Check that the counts balance and the error budget over every shard, then commit, write the report, drop the progress."""
     from dataflow import __version__
 
     markers = list(progress.completed().values())
     has_global = any(m["phase"] == "global" for m in markers)
     outputs = [m for m in markers if m["phase"] == ("global" if has_global else "map")]
     files = progress.staged_files(outputs)
-    report = _report(spec, engine_name, _stats(fs, progress, markers), files, time.monotonic() - start)
+    stats = _stats(fs, progress, markers)
+    report = _report(spec, engine_name, stats, files, time.monotonic() - start)
+    problems = balance_problems(_chains(plan), stats, report.rows_out)
+    if problems:
+        _discard(fs, layout, progress)
+        report.failure = "row counts do not balance; nothing was published"
+        raise UnbalancedCountsError(
+            f"run of '{spec.name}' on {engine_name}: row counts do not balance, so nothing was published "
+            f"(a bug in an op or the engine, not bad data): {'; '.join(problems)}",
+            report,
+        )
     report.cache = _cache_report(fs, layout)
     io = io_totals(fs, layout.tmp)
     report.retries, report.bytes_read = io["retries"], io["bytes_read"]
@@ -446,10 +490,7 @@ def _finish(spec: PipelineSpec, engine_name: str, fs, layout: SinkLayout, progre
     if problem:
         reasons = _top_reasons(fs, error_dirs)
         publish_errors(fs, layout, error_dirs)
-        old = read_manifest(fs, layout)
-        sweep_unpublished(fs, layout, {f["path"].split("/", 1)[0] for f in (old or {}).get("files", [])})
-        progress.clear()
-        remove_tmp(fs, layout)
+        _discard(fs, layout, progress)
         report.failure = f"error budget exceeded: {problem}; nothing was published"
         raise BudgetExceededError(f"{report.failure}. Top reasons: {reasons}. Records are in {report.errors}", report)
     state = json.loads(fs.cat_file(progress.state_path))
@@ -503,7 +544,7 @@ def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -
     _, tail = _split_at_global(optimized, _on_sink(spec.sink.uri, progress.staged))
     if tail is not None:  # the shards staged the checkpoint; the global step runs once, here
         _run_global(engine, engine.compile(tail), layout, progress, RunOptions(progress=False))
-    return _finish(spec, "shards", fs, layout, progress, time.monotonic())
+    return _finish(spec, optimized, "shards", fs, layout, progress, time.monotonic())
 
 
 def take_rows(spec: PipelineSpec, n: int, options: RunOptions = RunOptions()) -> list[dict[str, Any]]:

@@ -47,3 +47,13 @@ class CountInActor:
         batch["calls"] = np.full(n, self.calls, dtype=np.int64)
         batch["pid"] = np.full(n, self.pid, dtype=np.int64)
         return batch
+
+
+@op(name="table.lose_rows", modality="table", inputs=(), outputs=("source",), batch_format="pyarrow")
+def lose_rows(batch, *, keep: int = 1):
+    """Return only the first rows of each batch and say nothing: a bug the row-conservation check must catch.
+
+    Args:
+        keep: Rows of each batch passed on.
+    """
+    return batch.slice(0, keep)

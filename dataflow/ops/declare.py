@@ -199,6 +199,12 @@ class OpSpec:
     gpu_target: Callable[..., Any] | None = field(default=None, compare=False)
     gpu_resources: Resources | None = None
     input_types: tuple[tuple[str, ColumnType], ...] = ()
+    reshapes: bool = False
+
+    @property
+    def drops_rows(self) -> bool:
+        """Whether the input rows it does not pass on count as dropped: filters, and global ops that keep a subset (dedups)."""
+        return self.kind is OpKind.FILTER or (self.kind is OpKind.GLOBAL and not self.reshapes)
 
     def __call__(self, batch: Any, **params: Any) -> Any:
         return self.bind(self.params(**params))(batch)
@@ -298,6 +304,7 @@ def op(
     needs: tuple[Needs, ...] = (),
     output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
     input_types: dict[str, str] | None = None,
+    reshapes: bool = False,
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
 
@@ -317,6 +324,10 @@ def op(
         input_types: Entry of ``inputs`` -> the kind of value it must hold (a ``ColumnType``:
             binary, string, image_bytes). A column of another type is a plan error when the
             source's schema is known, else each such row is a row error.
+        reshapes: A global op whose output rows are new rows, not a subset of its input
+            (aggregations, joins): the run's row-conservation check does not hold it to
+            ``rows_in == rows_out + dropped + errored``. Other global ops (dedups) count every
+            input row they do not pass on as dropped.
     """
     from dataflow.ops.registry import register
 
@@ -325,6 +336,8 @@ def op(
             raise OpDefinitionError(f"op '{name}': name must match <image|audio|text|table>.<verb>[_<object>]")
         if name.split(".", 1)[0] != modality:
             raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's prefix")
+        if reshapes and kind != "global":
+            raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
         if not outputs and kind not in {"filter", "global"}:
             raise OpDefinitionError(f"op '{name}': outputs must not be empty")
         for col in (*inputs, *outputs):
@@ -377,6 +390,7 @@ def op(
             needs=tuple(needs),
             output_columns=output_columns,
             input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
+            reshapes=reshapes,
         )
         register(spec)
         return spec

@@ -83,56 +83,59 @@ class StageExecutor:
 
         self.calls = calls
         self.ops = [get_op(c.op) for c in calls]
-        self._params = {spec.name: c.params for spec, c in zip(self.ops, calls)}
-        self._typed = [spec.typed_inputs(spec.params(**c.params)) for spec, c in zip(self.ops, calls)]
+        # Per step, in order: a pipeline may run one op several times with different params.
+        self.params = [spec.params(**c.params) for spec, c in zip(self.ops, calls)]
+        self._typed = [spec.typed_inputs(p) for spec, p in zip(self.ops, self.params)]
         self.fns: list[Callable[[Any], Any]] = [
-            spec.bind(spec.params(**c.params), device) for spec, c, device in zip(self.ops, calls, devices or ["cpu"] * len(calls))
+            spec.bind(params, device) for spec, params, device in zip(self.ops, self.params, devices or ["cpu"] * len(calls))
         ]
 
     def __call__(self, cols: Columns) -> tuple[Columns, list[ErrorRecord], dict[int, StepStats]]:
         errors: list[ErrorRecord] = []
         stats: dict[int, StepStats] = {}
-        for call, spec, fn, typed in zip(self.calls, self.ops, self.fns, self._typed):
+        for call, spec, params, fn, typed in zip(self.calls, self.ops, self.params, self.fns, self._typed):
             st = stats[call.index] = StepStats(rows_in=length(cols))
             start = time.perf_counter()
             if st.rows_in and typed:
                 cols = _split_wrong_types(spec.name, typed, cols, errors, st)
             if length(cols):
-                cols = self._step(spec, fn, cols, errors, st)
+                cols = self._step(spec, params, fn, cols, errors, st)
             st.seconds = time.perf_counter() - start
             st.rows_out = length(cols)
         return cols, errors, stats
 
-    def _step(self, spec, fn, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:
+    def _step(self, spec, params, fn, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:
         if spec.batch_format is BatchFormat.ROW:
             return self._rows(spec, fn, cols, errors, st)
         try:
-            return self._batch(spec, fn, cols, st)
+            return self._batch(spec, params, fn, cols, st)
         except RowError:
             # Isolate the bad rows: run the batch again one row at a time.
             parts = []
             for i in range(length(cols)):
                 one = take(cols, np.array([i]))
                 try:
-                    parts.append(self._batch(spec, fn, one, st))
+                    parts.append(self._batch(spec, params, fn, one, st))
                 except RowError as exc:
                     errors.append(_record(one["source"][0], spec.name, exc))
                     st.rows_errored += 1
             return _concat(parts, cols)
 
-    def _batch(self, spec, fn, cols: Columns, st: StepStats) -> Columns:
+    def _batch(self, spec, params, fn, cols: Columns, st: StepStats) -> Columns:
         result = fn(_to_format(cols, spec.batch_format))
         if spec.kind is OpKind.FILTER:
             keep, reasons = result if isinstance(result, tuple) else (result, None)
             keep = np.asarray(keep, dtype=bool)
             if reasons is not None:
-                st.drops.update(r for r, k in zip(reasons, keep) if not k and r)
+                st.drops.update((r or spec.name) for r, k in zip(reasons, keep) if not k)  # a drop without a reason still counts
             else:
                 st.drops[spec.name] += int((~keep).sum())
             return take(cols, np.flatnonzero(keep))
         out = _from_format(result)
+        if spec.drops_rows:  # a global op that keeps a subset (a dedup): the rows it leaves out are its drops
+            st.drops[spec.name] += length(cols) - length(out)
         if spec.output_columns is not None:
-            allowed = spec.output_columns(frozenset(cols), spec.params(**self._params[spec.name]))
+            allowed = spec.output_columns(frozenset(cols), params)
             if allowed is not None:
                 out = {k: v for k, v in out.items() if k in allowed}
         return out

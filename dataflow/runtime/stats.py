@@ -1,7 +1,8 @@
 """Per-batch side outputs (row errors and step counters) and their aggregation at the driver.
 
 Each batch writes its files under names derived from the sources it holds, so a retried task
-overwrites its own files instead of counting twice.
+overwrites its own files instead of counting twice. ``balance_problems`` checks that the summed
+counters add up (rows are conserved) before anything is published.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 from dataflow.runtime.error_sink import ErrorRecord, write_error_records
 from dataflow.runtime.stage import StepStats
 
-__all__ = ["SideOutputs", "batch_key", "read_errors", "read_stats"]
+__all__ = ["Counted", "SideOutputs", "balance_problems", "batch_key", "read_errors", "read_stats"]
+
+CONSERVES, FANS_OUT, RESHAPES = "conserves", "fans_out", "reshapes"
 
 
 def batch_key(sources) -> str:
@@ -77,3 +80,56 @@ def read_errors(fs, errors_dirs: list[str], limit: int | None = None) -> list[di
                     if limit is not None and len(out) >= limit:
                         return out
     return out
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A step as the balance check sees it.
+
+    ``rule``: ``conserves`` (``rows_in == rows_out + dropped + errored``: maps, filters, dedups,
+    the read), ``fans_out`` (a flat map: any number out, but no more errors than rows in) or
+    ``reshapes`` (an aggregation or join: new rows, only its neighbours' counts are checked).
+    """
+
+    index: int
+    name: str
+    rule: str = CONSERVES
+
+
+def _step_problem(step: Counted, st: StepStats) -> str | None:
+    dropped = sum(st.drops.values())
+    numbers = (st.rows_in, st.rows_out, st.rows_errored, dropped)
+    if min(numbers) < 0:
+        return f"{step.name}: a negative count (in {st.rows_in}, out {st.rows_out}, dropped {dropped}, errored {st.rows_errored})"
+    if step.rule == CONSERVES and st.rows_in != st.rows_out + dropped + st.rows_errored:
+        lost = st.rows_in - st.rows_out - dropped - st.rows_errored
+        what = f"{lost} rows unaccounted for" if lost > 0 else f"{-lost} rows more than it was given"
+        return f"{step.name}: {st.rows_in} rows in != {st.rows_out} out + {dropped} dropped + {st.rows_errored} errored ({what})"
+    if step.rule == FANS_OUT and st.rows_errored > st.rows_in:
+        return f"{step.name}: {st.rows_errored} rows errored of {st.rows_in} rows in"
+    return None
+
+
+def balance_problems(chains: list[list[Counted]], stats: dict[int, StepStats], rows_written: int) -> list[str]:
+    """Where the run's counters (summed over shards and engines) do not add up; empty when they balance.
+
+    ``chains[0]`` is the main chain, from the read (index -1) to the step whose rows the sink
+    writes: each step must balance by its rule, each step must get the rows the one before passed
+    on, and the sink must write the rows the last step passed on. Later chains are named sources
+    (a join's right side), checked the same way but for the read and the sink. A step without
+    counters (no batch reached it) is not compared with its neighbours.
+    """
+    problems = []
+    for number, chain in enumerate(chains):
+        for step in chain:
+            problem = _step_problem(step, stats[step.index]) if step.index in stats else None
+            if problem:
+                problems.append(problem)
+        for before, after in zip(chain, chain[1:]):
+            a, b = stats.get(before.index), stats.get(after.index)
+            if a is not None and b is not None and a.rows_out != b.rows_in:
+                problems.append(f"{after.name}: {b.rows_in} rows in, but {before.name} passed on {a.rows_out}")
+        last = stats.get(chain[-1].index) if number == 0 and chain else None
+        if last is not None and last.rows_out != rows_written:
+            problems.append(f"the sink wrote {rows_written} rows, but {chain[-1].name} passed on {last.rows_out}")
+    return problems

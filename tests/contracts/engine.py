@@ -143,6 +143,17 @@ CASES: dict[str, Case] = {
         }}}],
         _with_columns_rows,
     ),
+    "with_columns_twice": Case(  # the second step reads a column the first made, in one fused stage
+        "links",
+        [{"op": "table.with_columns", "params": {"columns": {"x": "coalesce(crc, 0) * 2"}}},
+         {"op": "table.with_columns", "params": {"columns": {"y": "x + 1"}}}],
+        lambda d: [d.row(i, x=2 * (r["crc"] or 0), y=2 * (r["crc"] or 0) + 1) for i, r in enumerate(LINKS)],
+    ),
+    "filter_rows_twice": Case(
+        "links",
+        [{"op": "table.filter_rows", "params": {"where": "crc IS NOT NULL"}}, {"op": "table.filter_rows", "params": {"where": "crc < :lim", "vars": {"lim": 5}}}],
+        lambda d: [d.row(i) for i in (0, 1, 3)],
+    ),
     "with_columns_literals_and_predicates": Case(
         "links",
         [{"op": "table.with_columns", "params": {"columns": {
@@ -339,6 +350,11 @@ class EngineContract:
         _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)
         step = next(s for s in report.steps if s.op == "table.filter_rows")
         assert (report.rows_in, step.rows_in, step.rows_out, sum(step.drops.values())) == (6, 6, 3, 3)
+
+    def test_the_same_filter_twice_counts_each_steps_drops(self, engine: str, tmp_path: pathlib.Path):
+        _, _, _, report = run_case(CASES["filter_rows_twice"], engine, tmp_path)
+        counts = [(s.op, s.rows_in, s.rows_out, sum(s.drops.values())) for s in report.steps]
+        assert counts == [("read", 6, 6, 0), ("table.filter_rows", 6, 5, 1), ("table.filter_rows", 5, 3, 2)]
 
     def test_an_undecodable_line_is_the_reads_error_and_the_first_check_counts_the_rest(self, engine: str, tmp_path: pathlib.Path):
         # On Spark the read's UTF-8 check is folded into parse_json's: still counted and recorded apart.

@@ -64,6 +64,7 @@ class SparkStep:
     path: str
     kind: str
     needed_after: frozenset[str] | None = None  # the columns later steps and the sink read (None: all)
+    drops_rows: bool = False  # the rows it does not pass on are drops (filters, dedups)
 
     @property
     def lowering(self) -> str:
@@ -129,7 +130,7 @@ def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
     if node.op.name not in LOWERED:
         have = ", ".join(sorted(LOWERED))
         raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")
-    return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value, needed_after=needed)
+    return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=node.op.drops_rows)
 
 
 def _steps_of(node) -> list[Step]:

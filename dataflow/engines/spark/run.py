@@ -47,7 +47,7 @@ class _Observed:
 
     index: int
     op: str
-    kind: str
+    drops_rows: bool  # the input rows it does not pass on, less its bad ones, are drops (filters, dedups)
     observation: Observation | None
     chain: str
     view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
@@ -88,7 +88,7 @@ class _Builder:
         self.tag = uuid.uuid4().hex[:8]
 
     def finish(
-        self, result: DataFrame | Checked, index: int, op: str, kind: str, chain: str, next_is_map: bool,
+        self, result: DataFrame | Checked, index: int, op: str, drops_rows: bool, chain: str, next_is_map: bool,
         needed: frozenset[str] | None = None, read_flag: str | None = None,
     ) -> DataFrame:
         """Observe a step's counters and split its bad rows off to the error frames.
@@ -108,13 +108,13 @@ class _Builder:
                 metrics.append(F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
             if read_flag:
                 metrics.append(F.sum(F.when(F.col(read_flag), 1).otherwise(0)).alias("read_bad"))
-                self.frames.observed.append(_Observed(READ_STEP, "read", "read", obs, chain, view=_read_part))
+                self.frames.observed.append(_Observed(READ_STEP, "read", False, obs, chain, view=_read_part))
             df = df.observe(obs, *metrics)
-            self.frames.observed.append(_Observed(index, op, kind, obs, chain, view=_step_part if read_flag else None))
+            self.frames.observed.append(_Observed(index, op, drops_rows, obs, chain, view=_step_part if read_flag else None))
         elif self.observe:
             # A map step keeps the row count: the next step's observation counts these rows too,
             # so no observation here (each one splits Spark's generated code).
-            self.frames.observed.append(_Observed(index, op, kind, None, chain))
+            self.frames.observed.append(_Observed(index, op, drops_rows, None, chain))
         if checked is None:
             return df
         if obs is not None:
@@ -143,13 +143,13 @@ class _Builder:
             if isinstance(nxt, Checked):
                 # The read's check and the first step's as one: one split, one pass over the lines.
                 s = steps[0]
-                df = self.finish(df.then(nxt), s.index, s.name, s.kind, chain, kinds[1:2] == ["map"], s.needed_after, read_flag=df.flag)
+                df = self.finish(df.then(nxt), s.index, s.name, s.drops_rows, chain, kinds[1:2] == ["map"], s.needed_after, read_flag=df.flag)
                 first = 1
         if not first:
-            df = self.finish(df, READ_STEP, "read", "read", chain, next_is_map=kinds[:1] == ["map"])
+            df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"])
         for i, step in enumerate(steps[first:], start=first):
             df = LOWERINGS[step.name](df, step, named)
-            df = self.finish(df, step.index, step.name, step.kind, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after)
+            df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after)
         return df
 
 
@@ -226,8 +226,8 @@ def _chain_stats(nodes: list[_Observed], counted_read: bool) -> dict[int, StepSt
             elif bad:
                 stats[NAMED_READ_STEP] = StepStats(rows_errored=bad)
             continue
-        if n.kind == "filter":
-            st.drops[n.op] = st.rows_in - st.rows_out
+        if n.drops_rows:
+            st.drops[n.op] = st.rows_in - st.rows_out - bad
         stats[n.index] = st
     return stats
 

@@ -42,6 +42,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str]:
     kind="global",
     batch_format="pyarrow",
     output_columns=_columns_after,
+    reshapes=True,
 )
 def window_aggregate(
     batch: pa.Table,

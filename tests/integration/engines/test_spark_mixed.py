@@ -73,4 +73,8 @@ def test_spark_selects_then_ray_decodes_and_resizes(spark_local, ray_local, tmp_
     steps = {s.op: s for s in report.steps}
     assert (report.rows_in, steps["table.filter_rows"].rows_in, steps["table.filter_rows"].rows_out) == (8, 8, 5)
     assert (steps["image.decode"].rows_in, steps["image.decode"].rows_errored, report.rows_out) == (5, 1, 4)
+    # Counts balance across the engines: Ray's first step gets the rows Spark's last passed on.
+    counts = [(s.op, s.rows_in, s.rows_out, sum(s.drops.values()), s.rows_errored) for s in report.steps]
+    assert counts == [("read", 8, 8, 0, 0), ("table.join", 8, 8, 0, 0), ("table.filter_rows", 8, 5, 3, 0),
+                      ("image.decode", 5, 4, 0, 1), ("image.resize", 4, 4, 0, 0), ("table.select", 4, 4, 0, 0)]
     assert not (sink / "_tmp").exists(), "the handoff must be removed after the commit"

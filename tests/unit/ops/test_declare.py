@@ -40,8 +40,9 @@ def test_declared_op_is_callable_on_a_plain_batch_and_registered():
         ({"outputs": ()}, "outputs must not be empty"),
         ({"inputs": ("BadCol",)}, "snake_case"),
         ({"inputs": ("{nope}",)}, "names no parameter"),
+        ({"reshapes": True}, "only a global op may reshape"),
     ],
-    ids=["bad-name", "modality-mismatch", "no-outputs", "column-case", "template"],
+    ids=["bad-name", "modality-mismatch", "no-outputs", "column-case", "template", "reshaping-map"],
 )
 def test_definition_errors_name_the_rule(kw, match):
     kw.setdefault("name", "text.rule_check")
@@ -146,3 +147,12 @@ def test_needs_must_name_a_param_and_adds_modules_for_its_value():
 
     assert _some.missing() == ([], "")
     assert _some.missing({"method": "fast"}) == (["dataflow_absent_fastlib"], "pip install 'dataflow[fast]'")
+
+
+def test_only_aggregations_and_joins_reshape_the_other_global_ops_drop_rows():
+    from dataflow.ops.declare import OpKind
+    from dataflow.ops.registry import all_ops
+
+    global_ops = [s for s in all_ops() if s.kind is OpKind.GLOBAL]
+    assert {s.name for s in global_ops if s.reshapes} == {"table.aggregate", "table.join", "table.window_aggregate"}
+    assert all(s.drops_rows for s in global_ops if not s.reshapes)

@@ -90,3 +90,23 @@ def test_image_decode_reads_hugging_face_image_structs():
     cols, errors, _ = StageExecutor([StepCall(0, "image.decode", {"column": "image", "output": "pixels"})])(batch)
     assert list(cols["source"]) == ["s0"] and cols["pixels"][0].shape == (20, 30, 3)
     assert errors[0].source == "s1" and "Hugging Face Image without bytes (path='b.png')" in errors[0].reason
+
+
+def test_the_same_op_twice_in_one_stage_keeps_each_steps_params():
+    batch = {"source": np.array(["s0", "s1", "s2"], dtype=object), "n": np.array([1, 5, 9])}
+    ex = StageExecutor([
+        StepCall(0, "table.with_columns", {"columns": {"x": "n * 2"}}),
+        StepCall(1, "table.with_columns", {"columns": {"y": "x + 1"}}),
+        StepCall(2, "table.filter_rows", {"where": "n > 1"}),
+        StepCall(3, "table.filter_rows", {"where": "y < 15"}),
+    ])
+    cols, errors, stats = ex(batch)
+    assert not errors
+    assert list(cols["source"]) == ["s1"] and list(cols["x"]) == [10] and list(cols["y"]) == [11]
+    assert [(stats[i].rows_in, stats[i].rows_out, sum(stats[i].drops.values())) for i in range(4)] == [(3, 3, 0), (3, 3, 0), (3, 2, 1), (2, 1, 1)]
+
+
+def test_a_dedup_counts_the_rows_it_leaves_out_as_dropped():
+    batch = {"source": np.array(["s0", "s1", "s2"], dtype=object), "k": np.array([1, 1, 2])}
+    _, _, stats = StageExecutor([StepCall(0, "table.dedup", {"keys": ["k"]})])(batch)
+    assert (stats[0].rows_in, stats[0].rows_out, dict(stats[0].drops)) == (3, 2, {"table.dedup": 1})
