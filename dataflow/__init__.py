@@ -1,13 +1,37 @@
 """dataflow: one pipeline description, distributed multimodal data processing on Ray and Spark.
 
+``Pipeline``, ``read``, ``op`` and ``Resources`` import on first use, so ``import dataflow`` and
+``dataflow --help`` stay fast.
+
 Examples:
     >>> import dataflow
     >>> p = dataflow.read("./images", format="image").apply("image.decode")
 """
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from dataflow.errors import DataflowError, PipelineSpecError, PlanError, RowError, RunError
-from dataflow.ops import Resources, op
-from dataflow.pipeline import Pipeline, read
+
+if TYPE_CHECKING:
+    from dataflow.ops.declare import Resources, op
+    from dataflow.pipeline import Pipeline, read
 
 __version__ = "0.1.0"
 
 __all__ = ["DataflowError", "Pipeline", "PipelineSpecError", "PlanError", "Resources", "RowError", "RunError", "__version__", "op", "read"]
+
+_LAZY = {"Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.declare"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dataflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,6 +8,7 @@ import json
 
 import click
 
+from dataflow import __version__
 from dataflow.cli.options import debug_option as _debug_option
 from dataflow.cli.options import handle_errors as _handle_errors
 from dataflow.cli.options import set_option as _set_option
@@ -26,6 +27,7 @@ def _load(path: str, overrides):
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="dataflow", message="%(prog)s %(version)s")
 def cli() -> None:
     """Describe a multimodal data pipeline once (YAML or Python) and run it on Ray or Spark.
 
@@ -185,8 +187,6 @@ def version():
       dataflow version
     """
     import importlib.metadata
-
-    from dataflow import __version__
 
     parts = [f"dataflow {__version__}"]
     for dist in ("ray", "pyspark", "pyarrow", "fsspec"):

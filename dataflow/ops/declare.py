@@ -15,16 +15,23 @@ from dataflow.errors import OpDefinitionError
 
 __all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Resources", "op"]
 
-_NAME_RE = re.compile(r"^(image|audio|text|table)\.[a-z][a-z0-9_]*$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 _COLUMN_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 _TEMPLATE_RE = re.compile(r"^\{([a-z_][a-z0-9_]*)\}$")
 
 
 class Modality(str, enum.Enum):
-    """What kind of data an op works on; decides the default engine."""
+    """What kind of data an op works on, whatever its namespace.
+
+    The planner reads it: table ops may run on Spark, every other modality is media and runs on
+    Ray Data with media-sized batches. A namespace that is a modality's name (``video.*``) must
+    declare that modality; any other namespace (``doc.*``, ``myplugin.*``) declares the one its
+    data is.
+    """
 
     IMAGE = "image"
     AUDIO = "audio"
+    VIDEO = "video"
     TEXT = "text"
     TABLE = "table"
 
@@ -309,8 +316,10 @@ def op(
     """Declare an operator and register it.
 
     Args:
-        name: Registry and YAML name, ``<modality>.<verb>[_<object>]``.
-        modality: One of image, audio, text, table; must equal the name's prefix.
+        name: Registry and YAML name, ``<namespace>.<verb>[_<object>]``: lower-case, dotted; the
+            namespace is everything before the last dot (``video.scene_cut``, ``myplugin.doc.ocr``).
+        modality: The kind of data: image, audio, video, text or table (see ``Modality``); must
+            equal the namespace when the namespace is one of those.
         inputs: Columns read; ``{param}`` names a column given by a parameter.
         outputs: Columns written (added or replaced); ``{param}`` as for inputs.
         kind: map, filter (returns a keep mask), flat_map or global.
@@ -333,9 +342,12 @@ def op(
 
     def decorate(target: Callable[..., Any] | type) -> OpSpec:
         if not _NAME_RE.match(name):
-            raise OpDefinitionError(f"op '{name}': name must match <image|audio|text|table>.<verb>[_<object>]")
-        if name.split(".", 1)[0] != modality:
-            raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's prefix")
+            raise OpDefinitionError(f"op '{name}': name must match <namespace>.<verb>[_<object>], lower-case and dotted (e.g. video.scene_cut)")
+        if modality not in Modality._value2member_map_:
+            raise OpDefinitionError(f"op '{name}': modality must be one of {', '.join(m.value for m in Modality)}, got {modality!r}")
+        namespace = name.rsplit(".", 1)[0]
+        if namespace in Modality._value2member_map_ and namespace != modality:
+            raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's namespace '{namespace}'")
         if reshapes and kind != "global":
             raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
         if not outputs and kind not in {"filter", "global"}:

@@ -1,22 +1,48 @@
-"""The op registry: name -> OpSpec, with did-you-mean lookups and third-party loading."""
+"""The op registry: name -> OpSpec, with did-you-mean lookups and third-party loading.
+
+Built-in ops are imported lazily (fsspec style): ``BUILTIN_OPS`` lists their names, and the op
+``<namespace>.<verb>`` lives in ``dataflow.ops.<namespace>.<verb>``, imported the first time it is
+asked for, so ``import dataflow`` does not pay for Pillow, soundfile or pyarrow. Third-party ops
+come from the ``dataflow.ops`` entry-point group: each entry point names a module whose ``@op``
+declarations register when it is imported; they load when a name is not built-in, or on listing.
+"""
 from __future__ import annotations
 
 import difflib
 import importlib
-import importlib.metadata
 import re
 
 from dataflow.errors import OpDefinitionError, UnknownOpError
 
-__all__ = ["all_ops", "get_op", "register", "suggest"]
+__all__ = ["BUILTIN_OPS", "ENTRY_POINT_GROUP", "all_ops", "get_op", "register", "suggest"]
+
+ENTRY_POINT_GROUP = "dataflow.ops"
+# Kept sorted; a test checks it against the modules under dataflow/ops/<family>/.
+BUILTIN_OPS = (
+    "audio.decode", "audio.encode", "audio.filter_duration", "audio.filter_loudness", "audio.resample", "audio.segment_vad",
+    "audio.to_mono",
+    "image.decode", "image.dedup_phash", "image.embed", "image.encode", "image.filter_aspect_ratio", "image.filter_blur",
+    "image.filter_nsfw", "image.filter_size", "image.phash", "image.resize",
+    "table.aggregate", "table.cast", "table.dedup", "table.filter_rows", "table.join", "table.parse_json", "table.parse_regex",
+    "table.select", "table.window_aggregate", "table.with_columns",
+    "text.dedup_exact", "text.dedup_minhash", "text.dedup_semantic", "text.detect_language", "text.embed", "text.filter_length",
+    "text.filter_quality", "text.normalize", "text.redact_pii",
+)
 
 _REGISTRY: dict = {}
 _REFERENCE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _entry_points_loaded = False
 
 
+def builtin_module(name: str) -> str:
+    """Return the module that declares the built-in op ``name``."""
+    return f"dataflow.ops.{name}"
+
+
 def register(spec) -> None:
-    """Add an op; a name registered twice is a definition error (no silent clobbering)."""
+    """Add an op; a name registered twice, or a built-in name taken elsewhere, is a definition error."""
+    if spec.name in BUILTIN_OPS and spec.target.__module__ != builtin_module(spec.name):
+        raise OpDefinitionError(f"op '{spec.name}' is a built-in op of {builtin_module(spec.name)}; choose another name")
     if spec.name in _REGISTRY and _REGISTRY[spec.name].target is not spec.target:
         raise OpDefinitionError(f"op '{spec.name}' is already registered by {_REGISTRY[spec.name].target.__module__}")
     _REGISTRY[spec.name] = spec
@@ -27,14 +53,22 @@ def _load_entry_points() -> None:
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
-    for ep in importlib.metadata.entry_points(group="dataflow.ops"):
-        ep.load()
+    import importlib.metadata
+
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:
+            dist = getattr(ep.dist, "name", None) or "an installed distribution"
+            raise OpDefinitionError(
+                f"{ENTRY_POINT_GROUP} entry point '{ep.name} = {ep.value}' of {dist} failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def all_ops() -> list:
-    """Return every registered op, built-in and third-party, sorted by name."""
-    import dataflow.ops  # noqa: F401  (fills the registry)
-
+    """Return every registered op, built-in and third-party, sorted by name (imports them all)."""
+    for name in BUILTIN_OPS:
+        importlib.import_module(builtin_module(name))
     _load_entry_points()
     return [_REGISTRY[n] for n in sorted(_REGISTRY)]
 
@@ -62,7 +96,12 @@ def get_op(name: str):
         if not isinstance(target, OpSpec):
             raise UnknownOpError(name, [], f"'{name}' is not an @op-declared operator")
         return target
-    all_ops()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name in BUILTIN_OPS:
+        importlib.import_module(builtin_module(name))
+    else:
+        _load_entry_points()
     if name not in _REGISTRY:
         raise UnknownOpError(name, suggest(name))
     return _REGISTRY[name]

@@ -36,7 +36,7 @@ def test_declared_op_is_callable_on_a_plain_batch_and_registered():
     "kw,match",
     [
         ({"name": "Text.Bad"}, "name must match"),
-        ({"name": "image.upper_x", "modality": "text"}, "must equal the name's prefix"),
+        ({"name": "image.upper_x", "modality": "text"}, "must equal the name's namespace"),
         ({"outputs": ()}, "outputs must not be empty"),
         ({"inputs": ("BadCol",)}, "snake_case"),
         ({"inputs": ("{nope}",)}, "names no parameter"),
@@ -72,8 +72,9 @@ def test_undocumented_and_positional_params_are_refused():
 
 
 def test_duplicate_name_is_refused():
+    _declare("text.declared_twice")
     with pytest.raises(OpDefinitionError, match="already registered"):
-        _declare("image.decode", inputs=("{column}",))
+        _declare("text.declared_twice")
 
 
 def test_resources_are_checked():

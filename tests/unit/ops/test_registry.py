@@ -71,3 +71,17 @@ def test_dataflow_ops_marks_every_op_with_a_gpu_path():
     assert marked == GPU_OPS
     for name in sorted(GPU_OPS):
         assert "GPU path" in CliRunner().invoke(cli, ["ops", name]).output.splitlines()[0], name
+
+
+def test_the_built_in_table_lists_exactly_the_ops_the_family_modules_declare():
+    import importlib
+    import pkgutil
+
+    import dataflow.ops as ops_pkg
+    from dataflow.ops.registry import BUILTIN_OPS, _REGISTRY
+
+    assert list(BUILTIN_OPS) == sorted(BUILTIN_OPS)
+    for info in pkgutil.walk_packages(ops_pkg.__path__, "dataflow.ops."):
+        importlib.import_module(info.name)
+    declared = {name for name, spec in _REGISTRY.items() if spec.target.__module__.startswith("dataflow.ops.")}
+    assert declared == set(BUILTIN_OPS)
