@@ -6,7 +6,7 @@ import numpy as np
 from dataflow.ops import op
 
 
-@op(name="text.explode_on_purpose", modality="text", inputs=("source",), outputs=("never",), batch_format="numpy")
+@op(name="text.explode_on_purpose", modality="text", inputs=("__source__",), outputs=("never",), batch_format="numpy")
 def explode(batch: dict, *, message: str = "boom") -> dict:
     """Raise a plain exception: a bug, which must fail the run loudly.
 

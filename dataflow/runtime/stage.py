@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import BatchFormat, OpKind
 from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_arrow, to_rows
@@ -113,7 +114,7 @@ class StageExecutor:
                 try:
                     parts.append(self._batch(spec, fn, one, st))
                 except RowError as exc:
-                    errors.append(_record(one["source"][0], spec.name, exc))
+                    errors.append(_record(one[SOURCE][0] if SOURCE in one else None, spec.name, exc))
                     st.rows_errored += 1
             return _concat(parts, cols)
 
@@ -141,7 +142,7 @@ class StageExecutor:
             try:
                 result = fn(dict(row))
             except RowError as exc:
-                errors.append(_record(row.get("source"), spec.name, exc))
+                errors.append(_record(row.get(SOURCE), spec.name, exc))
                 st.rows_errored += 1
                 continue
             if spec.kind is OpKind.FILTER:

@@ -8,7 +8,7 @@ from tests.datagen import encode, gradient
 
 
 def _batch(*blobs):
-    return {"source": np.array([f"s{i}" for i in range(len(blobs))], dtype=object), "bytes": np.array(list(blobs), dtype=object)}
+    return {"__source__": np.array([f"s{i}" for i in range(len(blobs))], dtype=object), "bytes": np.array(list(blobs), dtype=object)}
 
 
 def test_fused_steps_decode_filter_resize_and_route_bad_rows():
@@ -20,7 +20,7 @@ def test_fused_steps_decode_filter_resize_and_route_bad_rows():
         StepCall(3, "image.encode", {"format": "png"}),
     ])
     cols, errors, stats = ex(batch)
-    assert list(cols["source"]) == ["s0", "s3"]
+    assert list(cols["__source__"]) == ["s0", "s3"]
     assert [(int(w), int(h)) for w, h in zip(cols["width"], cols["height"])] == [(50, 33), (12, 50)]
     assert [e.source for e in errors] == ["s1"]
     assert errors[0].op == "image.decode" and "undecodable image" in errors[0].reason
@@ -33,20 +33,20 @@ def test_pyarrow_op_keeps_decoded_images_aligned():
     batch = _batch(encode(gradient(64, 64), "PNG"), encode(gradient(80, 64), "PNG"))
     ex = StageExecutor([StepCall(0, "image.decode", {}), StepCall(1, "table.select", {"columns": ["image", "width"]})])
     cols, _, _ = ex(batch)
-    assert set(cols) == {"image", "width", "source"}
+    assert set(cols) == {"image", "width", "__source__"}
     assert [img.shape for img in cols["image"]] == [(64, 64, 3), (64, 80, 3)]
 
 
 def test_select_drops_unlisted_decoded_columns():
     ex = StageExecutor([StepCall(0, "image.decode", {}), StepCall(1, "table.select", {"columns": ["width"]})])
     cols, _, _ = ex(_batch(encode(gradient(64, 64), "PNG")))
-    assert set(cols) == {"width", "source"}
+    assert set(cols) == {"width", "__source__"}
 
 
 def test_empty_batch_after_filter_skips_later_steps():
     ex = StageExecutor([StepCall(0, "image.decode", {}), StepCall(1, "image.filter_size", {"min_side": 1000}), StepCall(2, "image.resize", {})])
     cols, errors, stats = ex(_batch(encode(gradient(64, 64), "PNG")))
-    assert len(cols["source"]) == 0 and not errors
+    assert len(cols["__source__"]) == 0 and not errors
     assert (stats[2].rows_in, stats[2].rows_out) == (0, 0)
 
 
@@ -61,7 +61,7 @@ def test_image_and_text_ops_apply_to_the_same_rows():
     ])
     cols, errors, stats = ex(batch)
     # Each surviving row keeps its own image and its own (normalized) caption, in order.
-    assert list(cols["source"]) == ["s0", "s3"]
+    assert list(cols["__source__"]) == ["s0", "s3"]
     assert list(cols["caption"]) == ["a red ball", "a blue sky at dusk"]
     assert [img.shape for img in cols["image"]] == [(40, 60, 3), (60, 60, 3)]
     assert [e.source for e in errors] == ["s2"] and errors[0].op == "image.decode"
