@@ -73,9 +73,12 @@ class ReadAdapter:
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
             cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache))
             n = length(cols)
-            # A ``__source__`` column in the data (an earlier pipeline's lineage) is replaced by this read's.
+            # A ``__source__`` column in the data (an earlier pipeline's lineage) is replaced by this
+            # read's, unless the source says to keep it (the Parquet handoff between engines).
+            own = np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object)
+            lineage = cols.pop(SOURCE, own) if self.options.get("keep_lineage") else own
             cols.pop(SOURCE, None)
-            parts.append({SOURCE: np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object), **cols})
+            parts.append({SOURCE: lineage, **cols})
         out = concat(parts) if parts else {SOURCE: np.array([], dtype=object)}
         rows = length(out)
         self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})

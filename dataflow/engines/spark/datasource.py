@@ -134,7 +134,9 @@ class _Reader(DataSourceReader):
         for group, first, _ in parquet_parts(uri, storage, cache):
             table = read_parquet_part(uri, group, storage, cache=cache)
             own = pa.array([f"{uri}#row={first + i}" for i in range(table.num_rows)], pa.string())
-            if SOURCE in table.column_names:  # an earlier pipeline's lineage: replaced by this read's
+            if SOURCE in table.column_names and self.job["options"].get("keep_lineage"):
+                own = table.column(SOURCE)
+            if SOURCE in table.column_names:  # an earlier pipeline's lineage: replaced unless kept
                 table = table.drop_columns([SOURCE])
             table = table.append_column(SOURCE, own)
             yield from table.select(names).to_batches()

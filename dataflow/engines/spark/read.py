@@ -211,6 +211,8 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
     if _native(spark, read):
         df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
         own = F.concat(_our_path(), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
+        if read.source.options.get("keep_lineage") and SOURCE in df.columns:
+            own = col(SOURCE)
         return df.select(own.alias(SOURCE), *[col(c) for c in df.columns if c != SOURCE])
     import pyarrow as pa
     import pyarrow.parquet as pq
