@@ -69,6 +69,16 @@ class Data:
         return {**LINKS[i], "__source__": f"{self.links}#row={i}", **extra}
 
 
+def _same_link(i: int) -> list[int]:
+    return [j for j, r in enumerate(LINKS) if r["link"] == LINKS[i]["link"]]
+
+
+def _self_match(d: Data, i: int, j: int, k: int) -> dict[str, Any]:
+    """Row ``i`` joined with row ``j`` of the same table: a left row matched several times gets ``#match=k``."""
+    ident = f"{d.links}#row={i}" + (f"#match={k}" if len(_same_link(i)) > 1 else "")
+    return d.row(i, __source__=ident, **{f"{c}_right": LINKS[j][c] for c in ("ts", "rx", "crc", "state")})
+
+
 def write_data(root: pathlib.Path) -> Data:
     """Write the conformance inputs: a Parquet table, JSON and syslog text, strings to cast, a label CSV."""
     root.mkdir(parents=True, exist_ok=True)
@@ -114,13 +124,13 @@ def _with_columns_rows(d: Data) -> list[dict[str, Any]]:
 
 def _windows(d: Data) -> list[dict[str, Any]]:
     slope = -0.5 / 1800
-    spec = [  # link, start, n, lo, slope, source row
+    spec = [  # link, start, n, lo, slope, source row (overlapping windows: the start keeps identities unique)
         ("a", -1800, 1, -3.0, None, 0), ("a", 0, 2, -3.5, slope, 0), ("a", 1800, 2, -4.0, slope, 1), ("a", 3600, 1, -4.0, None, 2),
         ("b", -1800, 1, -2.0, None, 3), ("b", 0, 1, -2.0, None, 3), ("b", 1800, 1, None, None, 4), ("b", 3600, 1, None, None, 4),
         ("c", 5400, 1, -10.0, None, 5), ("c", 7200, 1, -10.0, None, 5),
     ]
     return [
-        {"link": k, "window_start": s, "window_end": s + 3600, "n": n, "lo": lo, "sl": sl, "__source__": f"{d.links}#row={r}"}
+        {"link": k, "window_start": s, "window_end": s + 3600, "n": n, "lo": lo, "sl": sl, "__source__": f"{d.links}#row={r}#window={s}"}
         for k, s, n, lo, sl, r in spec
     ]
 
@@ -243,6 +253,12 @@ CASES: dict[str, Case] = {
         [{"op": "table.join", "params": {"right": "labels", "keys": ["link"], "how": "left"}}],
         lambda d: [d.row(i, label={"a": "gold", "c": "bad"}.get(LINKS[i]["link"]), rx_right={"a": "x", "c": "y"}.get(LINKS[i]["link"])) for i in range(6)],
         sources={"labels": "labels"},
+    ),
+    "join_one_to_many": Case(
+        "links",
+        [{"op": "table.join", "params": {"right": "again", "keys": ["link"], "how": "inner"}}],
+        lambda d: [_self_match(d, i, j, k) for i in range(6) for k, j in enumerate(_same_link(i), start=1)],
+        sources={"again": "links"},
     ),
     "join_anti": Case(
         "links",

@@ -35,3 +35,11 @@ def test_jsonl_bad_utf8_and_bad_json_lines_are_row_errors():
     rows, errors = _split(list(line_reader("jsonl")("t.jsonl", data, {})))
     assert rows == [{"__source__": "t.jsonl#line=1", "a": 1}, {"__source__": "t.jsonl#line=5", "a": "\ufffd"}]
     assert errors == [("t.jsonl#line=2", "UnicodeDecodeError"), ("t.jsonl#line=3", "JSONDecodeError")]
+
+
+def test_a_user_source_field_is_kept_and_a_forged_lineage_is_replaced():
+    data = b'{"source": "common-crawl", "id": 7, "__source__": "forged", "text": "x"}\n'
+    (row,) = line_reader("jsonl")("t.jsonl", data, {})
+    assert row == {"__source__": "t.jsonl#line=1", "source": "common-crawl", "id": 7, "text": "x"}
+    (row,) = line_reader("csv")("c.csv", b"source,__source__,key\nbooks,forged,k1\n", {})
+    assert row == {"__source__": "c.csv#line=2", "source": "books", "key": "k1"}

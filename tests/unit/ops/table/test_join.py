@@ -37,3 +37,12 @@ def test_an_unbound_table_names_the_ones_that_are():
 def test_how_is_checked():
     with pytest.raises(pydantic.ValidationError, match="'inner', 'left', 'right', 'full', 'semi' or 'anti'"):
         join_tables.params(right="labels", keys=["link"], how="outer")
+
+
+def test_a_left_row_matched_several_times_gets_unique_identities():
+    right = pa.table({"__source__": ["r2", "r1", "r3"], "link": ["a", "a", "z"], "label": ["two", "one", "lone"]})
+    with bind_tables(labels=right):
+        out = join_tables(LEFT, right="labels", keys=["link"], how="full")
+    rows = sorted((r["__source__"], r["label"]) for r in out.to_pylist())
+    # Matches ranked by the right row's identity; an unmatched right row keeps its own.
+    assert rows == [("l1#match=1", "one"), ("l1#match=2", "two"), ("l2", None), ("l3", None), ("r3", "lone")]

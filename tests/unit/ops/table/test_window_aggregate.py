@@ -25,6 +25,8 @@ def test_tumbling_windows_with_slope_per_second_and_null_times_skipped():
 def test_sliding_windows_count_a_row_in_each_window():
     out = window_aggregate(T, size=3600, slide=1800, keys=["link"], aggregations={"n": "count(*)"})
     assert sorted((r["window_start"], r["n"]) for r in out.to_pylist()) == [(-1800, 1), (0, 2), (1800, 2), (3600, 1)]
+    # Overlapping windows share their smallest row: the window start keeps identities unique.
+    assert sorted(out.column("__source__").to_pylist()) == ["s0#window=-1800", "s0#window=0", "s1#window=1800", "s2#window=3600"]
 
 
 def test_durations_are_checked():
