@@ -32,7 +32,7 @@ source: {{uri: "{tmp_path / 'img'}", format: image}}
 steps:
   - op: image.decode
   - op: tests.opfixtures:tag_length
-    params: {{column: source}}
+    params: {{column: __source__}}
 sink: {{uri: "{out}"}}
 storage: {{options: {{s3: {{key: AKIAEXAMPLE, secret: "{SECRET_YAML}"}}}}}}
 """)
