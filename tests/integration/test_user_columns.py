@@ -73,11 +73,14 @@ def _drops(report, op: str) -> int:
     return sum(s.drops.get(op, 0) for s in report.steps)
 
 
-def test_dedup_exact_on_a_corpus_with_its_own_source_field_keeps_every_distinct_doc(ray_local, tmp_path):
+@pytest.mark.parametrize("files_per_shard", [None, 1], ids=["one-shard", "a-shard-per-file"])
+def test_dedup_exact_on_a_corpus_with_its_own_source_field_keeps_every_distinct_doc(ray_local, files_per_shard, tmp_path):
     rows = write_corpus(tmp_path / "corpus")
     expected = keep_smallest(rows)
     assert len(expected) == DOCS - DUPLICATES
-    report, out = _run({"engine": "ray", "source": {"uri": str(tmp_path / "corpus"), "format": "jsonl"}, "steps": [{"op": "text.dedup_exact"}]}, tmp_path / "out")
+    options = {"files_per_shard": files_per_shard} if files_per_shard else {}
+    source = {"uri": str(tmp_path / "corpus"), "format": "jsonl", "options": options}
+    report, out = _run({"engine": "ray", "source": source, "steps": [{"op": "text.dedup_exact"}]}, tmp_path / "out")
     assert report.rows_out == len(out) == len(expected)
     assert {r[SOURCE] for r in out} == expected
     for r in out:  # the user's values, untouched
