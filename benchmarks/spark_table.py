@@ -48,7 +48,7 @@ def hand_written(spark, data: pathlib.Path, out: pathlib.Path) -> int:
         parts = raw.select(F.regexp_replace(F.col("_metadata.file_path"), "^file:", "").alias("path"), F.split(F.replace("value", F.lit("\r\n"), F.lit("\n")), "\n").alias("l"))
         exploded = parts.select("path", F.size("l").alias("n"), "l").select("path", "n", F.posexplode_outer("l").alias("pos", "text"))
         exploded = exploded.where(~((F.col("pos") == F.col("n") - 1) & (F.col("text") == ""))).where(~F.col("text").rlike(r"^\s*$"))
-        return exploded.select(F.concat("path", F.lit("#line="), (F.col("pos") + 1).cast("string")).alias("source"), "text")
+        return exploded.select(F.concat("path", F.lit("#line="), (F.col("pos") + 1).cast("string")).alias("__source__"), "text")
 
     schema = T.StructType([T.StructField(k, T._parse_datatype_string(v)) for k, v in FIELDS.items()] + [T.StructField("_corrupt", T.StringType())])
     parsed = lines("telemetry").withColumn("p", F.from_json("text", schema, {"columnNameOfCorruptRecord": "_corrupt"}))
@@ -57,17 +57,17 @@ def hand_written(spark, data: pathlib.Path, out: pathlib.Path) -> int:
     as_map = F.from_json("text", T.MapType(T.StringType(), T.StringType()))
     first_bad = F.coalesce(*[F.when(as_map.getItem(k).isNotNull() & F.col(f"p.{k}").isNull(), F.lit(f"field '{k}' is not a {v}")) for k, v in FIELDS.items()])
     errors = parsed.where(bad).select(
-        "source", F.lit("table.parse_json").alias("op"),
+        F.col("__source__").alias("source"), F.lit("table.parse_json").alias("op"),
         F.when(F.get_json_object("text", "$").isNull(), "JSONDecodeError").otherwise("TypeError").alias("error_type"),
         F.when(F.get_json_object("text", "$").isNull(), "invalid JSON").when(as_map.isNull(), "expected a JSON object").otherwise(first_bad).alias("reason"),
     )
-    good = parsed.where(~bad).select("source", *[F.col(f"p.{k}").alias(k) for k in FIELDS]).where("link IS NOT NULL AND ts IS NOT NULL")
+    good = parsed.where(~bad).select("__source__", *[F.col(f"p.{k}").alias(k) for k in FIELDS]).where("link IS NOT NULL AND ts IS NOT NULL")
     windows = good.withColumn("window_start", (F.floor(F.col("ts") / 21600.0) * 21600).cast("bigint")).groupBy("link", "window_start").agg(
         F.count(F.lit(1)).alias("samples"), F.regr_slope("rx_power_dbm", F.col("ts").cast("double")).alias("rx_slope"),
         F.min("rx_power_dbm").alias("rx_min_dbm"), F.max("temperature_c").alias("temp_max_c"), F.sum("crc_errors").alias("crc_total"),
-        F.min("source").alias("source"),
+        F.min("__source__").alias("__source__"),
     )
-    rank = F.row_number().over(Window.partitionBy("link").orderBy(F.col("window_start").desc(), F.col("source")))
+    rank = F.row_number().over(Window.partitionBy("link").orderBy(F.col("window_start").desc(), F.col("__source__")))
     last = windows.withColumn("r", rank).where("r = 1").drop("r").withColumn("window_end", F.col("window_start") + 21600)
     syslog = lines("syslog").where(F.col("text").rlike(SYSLOG)).select(
         F.concat(F.regexp_extract("text", SYSLOG, 2), F.lit(":"), F.regexp_extract("text", SYSLOG, 6)).alias("link"), F.regexp_extract("text", SYSLOG, 5).alias("event"))
@@ -77,7 +77,7 @@ def hand_written(spark, data: pathlib.Path, out: pathlib.Path) -> int:
     slope_h = F.col("rx_slope") * 3600
     result = last.join(counts, "link", "left").select(
         "link", "window_start", "window_end", "samples", slope_h.alias("rx_slope_db_per_hour"), "rx_min_dbm", "temp_max_c", "crc_total",
-        F.coalesce("port_flaps", F.lit(0)).alias("port_flaps"), F.coalesce("module_reseats", F.lit(0)).alias("module_reseats"), "source",
+        F.coalesce("port_flaps", F.lit(0)).alias("port_flaps"), F.coalesce("module_reseats", F.lit(0)).alias("module_reseats"), "__source__",
     )
     falling, crc, flaps = F.coalesce(F.col("rx_slope_db_per_hour") < -0.1, F.lit(False)), F.coalesce(F.col("crc_total") > 100, F.lit(False)), F.col("port_flaps") >= 3
     result = result.withColumn("degrading", falling | crc | flaps).withColumn(

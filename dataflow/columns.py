@@ -10,8 +10,10 @@ __all__ = ["SOURCE", "is_reserved"]
 
 SOURCE = "__source__"
 """Lineage and row identity: the input's URI plus the row's position in it (``#line=N``,
-``#row=N``, ``#t=a,b``). Set by the reader, never from user values; unique per row, so a
-dedup keeps the row with the smallest one and results do not depend on partitioning."""
+``#row=N``, ``#key=K``, ``#t=a,b``). Set by the reader, never from user values (a ``__source__``
+in the data is replaced); unique per row, so a dedup keeps the row with the smallest one and
+results do not depend on partitioning. Steps that could repeat one keep it unique: a left row
+joined to several right rows gets ``#match=k``, a row of overlapping windows ``#window=S``."""
 
 
 def is_reserved(name: str) -> bool:

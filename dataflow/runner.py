@@ -252,7 +252,7 @@ def _split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPla
     steps = [s for n in plan.nodes[:cut] for s in (n.steps if isinstance(n, FusedMap) else (n,)) if isinstance(s, Step)]
     inputs = plan.inputs if any(source_refs(s) for s in steps) else ()
     head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)), inputs=inputs)
-    source = SourceSpec(uri=checkpoint_uri, format="parquet")
+    source = SourceSpec(uri=checkpoint_uri, format="parquet", options={"keep_lineage": True})  # the rows keep their input's lineage
     tail = replace(plan, nodes=(Read(source=source, engine=engine), *plan.nodes[cut:]))
     return head, tail
 

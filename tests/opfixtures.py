@@ -6,7 +6,7 @@ import numpy as np
 from dataflow.ops import op
 
 
-@op(name="text.explode_on_purpose", modality="text", inputs=("source",), outputs=("never",), batch_format="numpy")
+@op(name="text.explode_on_purpose", modality="text", inputs=("__source__",), outputs=("never",), batch_format="numpy")
 def explode(batch: dict, *, message: str = "boom") -> dict:
     """Raise a plain exception: a bug, which must fail the run loudly.
 
@@ -49,7 +49,7 @@ class CountInActor:
         return batch
 
 
-@op(name="table.lose_rows", modality="table", inputs=(), outputs=("source",), batch_format="pyarrow")
+@op(name="table.lose_rows", modality="table", inputs=(), outputs=("__source__",), batch_format="pyarrow")
 def lose_rows(batch, *, keep: int = 1):
     """Return only the first rows of each batch and say nothing: a bug the row-conservation check must catch.
 

@@ -8,6 +8,7 @@ import re
 
 from connectors.formats import WrittenFile
 from connectors.formats.encode import json_value
+from dataflow.columns import SOURCE
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -22,7 +23,7 @@ class FilesFormat:
     """Write each row's ``column`` (default ``bytes``) to ``<stem>-<hash>.<ext>`` in the shard's folder.
 
     The other columns go to the shard's ``index.jsonl`` with the file name, so nothing is lost.
-    Names are derived from ``source`` with unsafe characters replaced: never a path outside the
+    Names are derived from ``__source__`` (the row's number when the sink leaves lineage out) with unsafe characters replaced: never a path outside the
     output root.
     """
 
@@ -37,7 +38,7 @@ class FilesFormat:
         n = len(cols[column])
         written, index = [], []
         for i in range(n):
-            source = str(cols["source"][i]) if "source" in cols else str(i)
+            source = str(cols[SOURCE][i]) if SOURCE in cols else str(i)
             ext = options.get("extension") or (str(cols["format"][i]) if "format" in cols else "bin")
             ext = _SAFE.sub("", ext) or "bin"
             digest = hashlib.sha1(source.encode("utf-8")).hexdigest()[:10]

@@ -1,4 +1,9 @@
-"""Line-based readers: text (per file or per line), JSONL and CSV; offsets go into ``source``."""
+"""Line-based readers: text (per file or per line), JSONL and CSV; offsets go into ``__source__``.
+
+A ``__source__`` field in the data (lineage of an earlier pipeline) is replaced by the reader's:
+identity comes from the input position, never from user values. Every other field, ``source``
+included, is the user's and is kept as it is.
+"""
 from __future__ import annotations
 
 import csv
@@ -7,6 +12,7 @@ import json
 from typing import Any, Iterator
 
 from connectors.formats import BadRecord
+from dataflow.columns import SOURCE
 
 __all__ = ["read_csv", "read_jsonl", "read_text"]
 
@@ -28,7 +34,7 @@ def read_text(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dic
     encoding = options.get("encoding", "utf-8")
     if options.get("split", "file") == "file":
         text = _decode(source, data, encoding)
-        yield text if isinstance(text, BadRecord) else {"source": source, "text": text}
+        yield text if isinstance(text, BadRecord) else {SOURCE: source, "text": text}
         return
     skip_empty = options.get("skip_empty", True)
     for src, raw in _lines(source, data):
@@ -36,7 +42,7 @@ def read_text(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dic
         if isinstance(text, BadRecord):
             yield text
         elif text.strip() or not skip_empty:
-            yield {"source": src, "text": text}
+            yield {SOURCE: src, "text": text}
 
 
 def read_jsonl(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
@@ -57,7 +63,15 @@ def read_jsonl(source: str, data: bytes, options: dict[str, Any]) -> Iterator[di
         if not isinstance(value, dict):
             yield BadRecord(src, "TypeError", f"expected a JSON object, got {type(value).__name__}")
             continue
-        yield {"source": src, **value}  # a "source" field in the data is earlier lineage and wins
+        yield _row(src, value)
+
+
+def _row(src: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The row with its lineage first; the data's own ``__source__``, if any, is replaced."""
+    row = {SOURCE: src}
+    row.update(values)
+    row[SOURCE] = src
+    return row
 
 
 def _undecodable(src: str, record: list[str], encoding: str) -> BadRecord | None:
@@ -105,4 +119,4 @@ def read_csv(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict
         if bad is not None:
             yield bad
             continue
-        yield {"source": src, **dict(zip(header, row))}
+        yield _row(src, dict(zip(header, row)))

@@ -5,7 +5,8 @@ consecutive members with the same key into one row. A damaged member (a bad head
 data cut short) becomes a row error and the reader resynchronises on the next valid header, so
 the rest of the shard is still read.
 
-Row layout of the source: ``source`` (``<shard uri>#key=<key>``), ``key``, ``bytes`` (the first
+Row layout of the source: ``__source__`` (``<shard uri>#key=<key>``), ``__key__`` (the sample key, as
+WebDataset names it), ``bytes`` (the first
 member whose extension is in ``bytes_from``), ``format`` (that extension), and one bytes column
 per other member, named after its extension (``json``, ``txt``, ``cls``; dots and dashes become
 ``_``). The sink writes the reverse: ``<key>.<format>`` from ``bytes``, other bytes columns as
@@ -26,12 +27,14 @@ import numpy as np
 
 from connectors.formats import BadRecord, WrittenFile
 from connectors.formats.encode import json_value
+from dataflow.columns import SOURCE
 
-__all__ = ["DEFAULT_BYTES_FROM", "WebDatasetFormat", "read_shard", "tar_members"]
+__all__ = ["DEFAULT_BYTES_FROM", "KEY", "WebDatasetFormat", "read_shard", "tar_members"]
 
 DEFAULT_BYTES_FROM = ("jpg", "jpeg", "png", "webp", "gif", "bmp", "tif", "tiff", "flac", "wav", "mp3", "ogg", "opus", "m4a", "bin")
+KEY = "__key__"  # the sample key, named as WebDataset names it
 _BLOCK = 512
-_RESERVED = frozenset({"source", "key", "bytes", "format"})
+_RESERVED = frozenset({"bytes", "format"})
 _UNSAFE_KEY = re.compile(r"[^A-Za-z0-9_/-]+")
 _UNSAFE_COLUMN = re.compile(r"[^a-z0-9_]+")
 
@@ -136,7 +139,7 @@ def _column(ext: str) -> str:
 
 def _sample(uri: str, key: str, members: list[Member], bytes_from: tuple[str, ...]) -> dict[str, Any] | BadRecord:
     source = f"{uri}#key={key}"
-    row: dict[str, Any] = {"source": source, "key": key}
+    row: dict[str, Any] = {SOURCE: source, KEY: key}
     by_ext = {}
     for m in members:
         by_ext.setdefault(_split_name(m.name)[1], m.data)
@@ -154,7 +157,7 @@ def read_shard(uri: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict[
     """Yield one row per sample of the shard ``uri`` read from ``f``, or a ``BadRecord``.
 
     Args:
-        uri: The shard's URI (goes into ``source``).
+        uri: The shard's URI (goes into ``__source__``).
         f: The open shard (read sequentially).
         options: ``bytes_from``: member extensions, in order of preference, whose data becomes the
             ``bytes`` column (default: common image and audio extensions, then ``bin``); an
@@ -183,9 +186,9 @@ def _safe_key(value: str) -> str:
 
 
 def _sample_key(cols, i: int) -> str:
-    if "key" in cols and cols["key"][i] is not None:
-        return _safe_key(str(cols["key"][i]))
-    source = str(cols["source"][i]) if "source" in cols else str(i)
+    if KEY in cols and cols[KEY][i] is not None:
+        return _safe_key(str(cols[KEY][i]))
+    source = str(cols[SOURCE][i]) if SOURCE in cols else str(i)
     stem = posixpath.basename(source.split("#", 1)[0]).split(".", 1)[0]
     return f"{_safe_key(stem)}-{hashlib.sha1(source.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
@@ -220,7 +223,7 @@ class WebDatasetFormat:
                     meta = {}
                     for col in names:
                         value = cols[col][i]
-                        if value is None or col == "key":
+                        if value is None or col == KEY:
                             continue
                         if col == "bytes":
                             fmt = options.get("extension") or (cols["format"][i] if "format" in cols and cols["format"][i] else "bin")

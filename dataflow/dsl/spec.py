@@ -88,6 +88,9 @@ class SinkSpec(_Model):
     )
     rows_per_file: int | None = Field(None, ge=1, description="Upper bound of rows in one output file.")
     max_file_bytes: int | None = Field(None, ge=1, description="Upper bound of bytes in one output file.")
+    lineage: bool = Field(
+        True, description="Write dataflow's lineage column __source__ (input URI and row position) next to the user's columns; false leaves it out."
+    )
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="Format options: for files, 'column' (bytes column, default 'bytes') and "

@@ -4,7 +4,8 @@ A dedup op describes itself as a ``Bucketing``: which (band, key) buckets each r
 which rows inside one bucket are duplicates. From that, ``dedup_rows`` runs the whole dataset in
 one process, and an engine can run the same description distributed (keys as a map, buckets via
 a shuffle, edges to the driver, components there). Either way each group of duplicates keeps the
-row with the smallest ``source``, so the result does not depend on partitioning or order.
+row with the smallest identity (``__source__``, unique per row), so the result does not depend on
+partitioning, shard count, engine or order.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Union
 
 import numpy as np
+
+from dataflow.columns import SOURCE
 
 __all__ = ["BUCKETINGS", "Bucketing", "Buckets", "bucket_edges", "components", "dedup_rows", "keep_first", "register_bucketing"]
 
@@ -116,7 +119,7 @@ def components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def keep_first(sources: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Keep mask: in each group of duplicates, the row with the smallest (source, position)."""
+    """Keep mask: in each group of duplicates, the row with the smallest (identity, position)."""
     n = len(sources)
     order = np.array(sorted(range(n), key=lambda i: (str(sources[i]), i)), dtype=np.int64)
     rank = np.empty(n, dtype=np.int64)
@@ -131,6 +134,6 @@ def dedup_rows(cols: Columns, bucketing: Bucketing) -> Columns:
     if n == 0:
         return cols
     a, b = bucket_edges(bucketing.keys(cols), bucketing.match)
-    sources = cols["source"] if "source" in cols else np.arange(n).astype(str)
+    sources = cols[SOURCE] if SOURCE in cols else np.arange(n).astype(str)
     keep = keep_first(sources, a, b)
     return {k: v[keep] for k, v in cols.items()}

@@ -1,6 +1,7 @@
 """Which columns the rest of a chain of steps reads: what an engine may leave out of what it keeps."""
 from __future__ import annotations
 
+from dataflow.columns import SOURCE
 from dataflow.plan.nodes import Step
 from dataflow.plan.validate import param_reads
 
@@ -13,7 +14,7 @@ def _needed_before(step: Step, needed: frozenset[str] | None) -> frozenset[str] 
     """The columns ``step``'s input must hold for it and the steps after it (None: every column)."""
     if step.op.name == "table.dedup" and not step.params.keys:
         return None  # no keys: a row's every column is its key
-    reads = param_reads(step.params)[0] | frozenset(step.op.columns(step.params)[0]) | {"source"}
+    reads = param_reads(step.params)[0] | frozenset(step.op.columns(step.params)[0]) | {SOURCE}
     after = step.op.output_columns(frozenset({_PROBE}), step.params) if step.op.output_columns else None
     if after is not None and _PROBE not in after:
         # The step keeps only the columns it names (select, aggregations); those it passes on may come from its input.

@@ -43,7 +43,8 @@ def split_at_handoffs(plan: LogicalPlan) -> list[LogicalPlan]:
             engine = node.from_engine
             write = Write(sink=SinkSpec(uri=handoff_placeholder(node.number), format="parquet", mode="overwrite"), engine=engine)
             segments.append(_segment(plan, body, replace(read, engine=engine), write))
-            read = Read(source=SourceSpec(uri=handoff_placeholder(node.number), format="parquet"), engine=node.to_engine)
+            # The rows keep the lineage of the original input across the handoff.
+            read = Read(source=SourceSpec(uri=handoff_placeholder(node.number), format="parquet", options={"keep_lineage": True}), engine=node.to_engine)
             body = []
         elif isinstance(node, Write):
             segments.append(_segment(plan, body, read, node))

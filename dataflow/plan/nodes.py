@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from dataflow.columns import SOURCE
 from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
 from dataflow.ops.declare import OpSpec, Resources
 
@@ -11,7 +12,7 @@ __all__ = [
     "Filter", "FlatMap", "FusedMap", "Handoff", "LogicalPlan", "Map", "Node", "Read", "Shuffle", "SideInput", "Step", "Write", "source_columns",
 ]
 
-_MEDIA_COLUMNS = frozenset({"source", "bytes"})
+_MEDIA_COLUMNS = frozenset({SOURCE, "bytes"})
 
 
 def source_columns(source: SourceSpec) -> frozenset[str] | None:
@@ -19,13 +20,13 @@ def source_columns(source: SourceSpec) -> frozenset[str] | None:
     if source.format in ("image", "audio", "binary"):
         return _MEDIA_COLUMNS
     if source.format == "text":
-        return frozenset({"source", "text"})
+        return frozenset({SOURCE, "text"})
     return None
 
 
 @dataclass(frozen=True)
 class Read:
-    """Read a source into rows (every row gets a ``source`` column)."""
+    """Read a source into rows (every row gets a ``__source__`` column)."""
 
     source: SourceSpec
     engine: str | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dataflow.columns import SOURCE
 from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_rows
 
 __all__ = ["Outcome", "PreviewRows", "preview_pipeline", "read_first"]
@@ -26,7 +27,7 @@ class Outcome:
     """What happened to one input row.
 
     Attributes:
-        source: The row's ``source``.
+        source: The row's ``__source__``.
         status: ``kept``, ``dropped`` or ``errored``.
         step: ``"<index>: <op>"`` of the step that dropped or refused it (None when kept).
         reason: The filter's drop reason or the row error's message.
@@ -79,11 +80,11 @@ class PreviewRows(Sequence):
         css = {"kept": "kept", "dropped": "drop", "errored": "err"}
         status = [f"<span class='{css[o.status]}'>{escape(o.describe())}</span>" for o in self.outcomes]
         head = f"<p><b>preview</b>: {len(self.rows)} kept, {sum(o.status == 'dropped' for o in self.outcomes)} dropped, {sum(o.status == 'errored' for o in self.outcomes)} errored of {len(self.outcomes)} inputs</p>"
-        return head + rows_html([o.row or {"source": o.source} for o in self.outcomes], status)
+        return head + rows_html([o.row or {SOURCE: o.source} for o in self.outcomes], status)
 
 
 def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
-    """Read the source's first ``n`` rows as the engines would (with ``source``), plus unreadable ones.
+    """Read the source's first ``n`` rows as the engines would (with ``__source__``), plus unreadable ones.
 
     Returns:
         The rows, and the outcomes of records the reader refused (bad lines).
@@ -99,14 +100,14 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
         data = np.empty(len(chosen), dtype=object)
         for i, f in enumerate(chosen):
             data[i] = fs.cat_file(strip_scheme(f))
-        return {"bytes": data, "source": np.array(chosen, dtype=object)}, []
+        return {"bytes": data, SOURCE: np.array(chosen, dtype=object)}, []
     rows: list[dict[str, Any]] = []
     bad: list[Outcome] = []
     for f in files:
         if source.format == "parquet":
             for group, first, _ in parquet_parts(f, storage):
                 part = to_rows(from_arrow(read_parquet_part(f, group, storage, source.options.get("columns"))))
-                rows += [{"source": r.pop("source", f"{f}#row={first + i}"), **r} for i, r in enumerate(part[: n - len(rows)])]
+                rows += [{SOURCE: f"{f}#row={first + i}", **{k: v for k, v in r.items() if k != SOURCE}} for i, r in enumerate(part[: n - len(rows)])]
                 if len(rows) >= n:
                     break
         else:
@@ -119,7 +120,7 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
                     break
         if len(rows) + len(bad) >= n:
             break
-    return (from_rows(rows, ["source"]) if rows else {"source": np.array([], dtype=object)}), bad
+    return (from_rows(rows, [SOURCE]) if rows else {SOURCE: np.array([], dtype=object)}), bad
 
 
 def _plan_steps(spec):
@@ -160,7 +161,7 @@ def preview_pipeline(spec, n: int = 8) -> PreviewRows:
 
     steps = _plan_steps(spec)
     cols, outcomes = read_first(spec, n)
-    inputs = [str(s) for s in cols["source"]]
+    inputs = [str(s) for s in cols[SOURCE]]
     done: dict[str, Outcome] = {}
     for step in steps:
         if not length(cols):
@@ -168,10 +169,10 @@ def preview_pipeline(spec, n: int = 8) -> PreviewRows:
         executor = StageExecutor([StepCall(index=step.index, op=step.ref or step.op.name, params=step.params.model_dump())])
         out, errors, stats = executor(cols)
         refused = {e.source: e for e in errors}
-        kept = set(out.get("source", ())) if length(out) else set()
+        kept = set(out.get(SOURCE, ())) if length(out) else set()
         label = f"{step.index}: {step.op.name}"
         for i, row in enumerate(to_rows(cols)):
-            src = str(row["source"])
+            src = str(row[SOURCE])
             if src in kept or src in done:
                 continue
             if src in refused:
@@ -182,7 +183,7 @@ def preview_pipeline(spec, n: int = 8) -> PreviewRows:
     rows = to_rows(cols) if length(cols) else []
     first_kept: dict[str, dict[str, Any]] = {}
     for r in rows:
-        first_kept.setdefault(str(r["source"]), r)
+        first_kept.setdefault(str(r[SOURCE]), r)
     order = list(dict.fromkeys([*inputs, *(o.source for o in outcomes), *first_kept]))
     final = {o.source: o for o in outcomes} | done | {s: Outcome(s, "kept", row=r) for s, r in first_kept.items()}
     return PreviewRows(rows, [final[s] for s in order])

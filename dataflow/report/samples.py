@@ -2,7 +2,7 @@
 
 Everything is read back from what the run committed (``_manifest.json``, the output files,
 ``_errors/``), so a report can be re-rendered later from the sink alone. The work is bounded:
-at most ``limit`` thumbnails of each kind, the ``source`` column of one shard's outputs, and
+at most ``limit`` thumbnails of each kind, the ``__source__`` column of one shard's outputs, and
 the first ``MAX_ERROR_RECORDS`` error records. Source files are untrusted (the errored ones
 are often decompression bombs): they are opened with ``image.decode``'s ``max_pixels``, at most
 ``MAX_IMAGE_BYTES`` of each is read, and thumbnails stop after ``MEDIA_SECONDS`` (the rest are
@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from dataflow.columns import SOURCE
 from dataflow.report.media import MAX_IMAGE_BYTES, image_thumbnail, thumbnail_from_bytes
 
 __all__ = ["ErrorGroup", "Sample", "Samples", "collect_samples", "group_errors"]
@@ -114,7 +115,7 @@ def _drop_label(steps: list[dict[str, Any]]) -> str:
 
 
 class _Outputs:
-    """Read committed output files: first rows for thumbnails, ``source`` values for the drop check."""
+    """Read committed output files: first rows for thumbnails, ``__source__`` values for the drop check."""
 
     def __init__(self, fs, root: str, sink_format: str):
         self.fs, self.root, self.format = fs, root, sink_format
@@ -152,12 +153,12 @@ class _Outputs:
 
             with self.fs.open(self._path(rel), "rb") as f:
                 pf = pq.ParquetFile(f)
-                if "source" not in pf.schema_arrow.names:
+                if SOURCE not in pf.schema_arrow.names:
                     return set()
-                return set(pf.read(columns=["source"]).column("source").to_pylist())
+                return set(pf.read(columns=[SOURCE]).column(SOURCE).to_pylist())
         if self.format in ("jsonl", "files") and rel.endswith(".jsonl"):
             lines = self.fs.cat_file(self._path(rel)).decode("utf-8").splitlines()
-            return {json.loads(line).get("source") for line in lines if line.strip()}
+            return {json.loads(line).get(SOURCE) for line in lines if line.strip()}
         return set()
 
 
@@ -165,7 +166,7 @@ def _kept(outputs: _Outputs, files: list[str], thumbs: _Thumbs, limit: int) -> l
     out: list[Sample] = []
     for rel in files:
         for row in outputs.first_rows(rel, limit - len(out)):
-            source = str(row.get("source", rel))
+            source = str(row.get(SOURCE, rel))
             image = next((t for c in _IMAGE_COLUMNS if c in row for t in [thumbs.of_value(row[c])] if t), None)
             note = ""
             if image is None:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import BatchFormat, OpKind
 from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_arrow, to_rows
@@ -117,7 +118,7 @@ class StageExecutor:
                 try:
                     parts.append(self._batch(spec, params, fn, one, st))
                 except RowError as exc:
-                    errors.append(_record(one["source"][0], spec.name, exc))
+                    errors.append(_record(one[SOURCE][0] if SOURCE in one else None, spec.name, exc))
                     st.rows_errored += 1
             return _concat(parts, cols)
 
@@ -147,7 +148,7 @@ class StageExecutor:
             try:
                 result = fn(dict(row))
             except RowError as exc:
-                errors.append(_record(row.get("source"), spec.name, exc))
+                errors.append(_record(row.get(SOURCE), spec.name, exc))
                 st.rows_errored += 1
                 continue
             if spec.kind is OpKind.FILTER:
@@ -183,7 +184,7 @@ def _split_wrong_types(op: str, typed: dict, cols: Columns, errors: list[ErrorRe
     if not bad:
         return cols
     for i, reason in bad.items():
-        errors.append(ErrorRecord(source=str(cols["source"][i]) if "source" in cols else "", op=op, error_type="TypeError", reason=f"wrong input type: {reason}"))
+        errors.append(ErrorRecord(source=str(cols[SOURCE][i]) if SOURCE in cols else "", op=op, error_type="TypeError", reason=f"wrong input type: {reason}"))
     st.rows_errored += len(bad)
     return take(cols, np.array([i for i in range(length(cols)) if i not in bad], dtype=np.int64))
 

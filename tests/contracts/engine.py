@@ -66,7 +66,17 @@ class Data:
     jsonl: str
 
     def row(self, i: int, **extra: Any) -> dict[str, Any]:
-        return {**LINKS[i], "source": f"{self.links}#row={i}", **extra}
+        return {**LINKS[i], "__source__": f"{self.links}#row={i}", **extra}
+
+
+def _same_link(i: int) -> list[int]:
+    return [j for j, r in enumerate(LINKS) if r["link"] == LINKS[i]["link"]]
+
+
+def _self_match(d: Data, i: int, j: int, k: int) -> dict[str, Any]:
+    """Row ``i`` joined with row ``j`` of the same table: a left row matched several times gets ``#match=k``."""
+    ident = f"{d.links}#row={i}" + (f"#match={k}" if len(_same_link(i)) > 1 else "")
+    return d.row(i, __source__=ident, **{f"{c}_right": LINKS[j][c] for c in ("ts", "rx", "crc", "state")})
 
 
 def write_data(root: pathlib.Path) -> Data:
@@ -114,20 +124,20 @@ def _with_columns_rows(d: Data) -> list[dict[str, Any]]:
 
 def _windows(d: Data) -> list[dict[str, Any]]:
     slope = -0.5 / 1800
-    spec = [  # link, start, n, lo, slope, source row
+    spec = [  # link, start, n, lo, slope, source row (overlapping windows: the start keeps identities unique)
         ("a", -1800, 1, -3.0, None, 0), ("a", 0, 2, -3.5, slope, 0), ("a", 1800, 2, -4.0, slope, 1), ("a", 3600, 1, -4.0, None, 2),
         ("b", -1800, 1, -2.0, None, 3), ("b", 0, 1, -2.0, None, 3), ("b", 1800, 1, None, None, 4), ("b", 3600, 1, None, None, 4),
         ("c", 5400, 1, -10.0, None, 5), ("c", 7200, 1, -10.0, None, 5),
     ]
     return [
-        {"link": k, "window_start": s, "window_end": s + 3600, "n": n, "lo": lo, "sl": sl, "source": f"{d.links}#row={r}"}
+        {"link": k, "window_start": s, "window_end": s + 3600, "n": n, "lo": lo, "sl": sl, "__source__": f"{d.links}#row={r}#window={s}"}
         for k, s, n, lo, sl, r in spec
     ]
 
 
 CASES: dict[str, Case] = {
     "select": Case("links", [{"op": "table.select", "params": {"columns": ["link", "rx"]}}],
-                   lambda d: [{"link": r["link"], "rx": r["rx"], "source": f"{d.links}#row={i}"} for i, r in enumerate(LINKS)]),
+                   lambda d: [{"link": r["link"], "rx": r["rx"], "__source__": f"{d.links}#row={i}"} for i, r in enumerate(LINKS)]),
     "filter_rows": Case(
         "links",
         [{"op": "table.filter_rows", "params": {"where": "rx < :lim AND link IN ('a', 'b') OR crc IS NULL", "vars": {"lim": -2.5}}}],
@@ -167,8 +177,8 @@ CASES: dict[str, Case] = {
         "json",
         [{"op": "table.parse_json", "params": {"fields": {"ts": "long", "link": "string", "rx": "double", "ok": "boolean", "meta": "string"}}}],
         lambda d: [
-            {"source": f"{d.json_lines}#line=1", "text": JSON_LINES[0], "ts": 10, "link": "a", "rx": -3.0, "ok": True, "meta": '{"v":1}'},
-            {"source": f"{d.json_lines}#line=5", "text": JSON_LINES[4], "ts": None, "link": "5", "rx": None, "ok": None, "meta": None},
+            {"__source__": f"{d.json_lines}#line=1", "text": JSON_LINES[0], "ts": 10, "link": "a", "rx": -3.0, "ok": True, "meta": '{"v":1}'},
+            {"__source__": f"{d.json_lines}#line=5", "text": JSON_LINES[4], "ts": None, "link": "5", "rx": None, "ok": None, "meta": None},
         ],
         lambda d: [(f"{d.json_lines}#line=2", "table.parse_json", "JSONDecodeError"), (f"{d.json_lines}#line=3", "table.parse_json", "TypeError"),
                    (f"{d.json_lines}#line=4", "table.parse_json", "TypeError"), (f"{d.json_lines}#line=7", "table.parse_json", "TypeError")],
@@ -178,37 +188,37 @@ CASES: dict[str, Case] = {
         [{"op": "table.parse_json", "params": {"fields": {"ts": "long", "link": "string", "rx": "double"}}},
          {"op": "table.with_columns", "params": {"columns": {"chars": "length(text)"}}},
          {"op": "table.select", "params": {"columns": ["link", "chars"]}}],
-        lambda d: [{"source": f"{d.json_lines}#line=1", "link": "a", "chars": len(JSON_LINES[0])},
-                   {"source": f"{d.json_lines}#line=5", "link": "5", "chars": len(JSON_LINES[4])}],
+        lambda d: [{"__source__": f"{d.json_lines}#line=1", "link": "a", "chars": len(JSON_LINES[0])},
+                   {"__source__": f"{d.json_lines}#line=5", "link": "5", "chars": len(JSON_LINES[4])}],
         lambda d: [(f"{d.json_lines}#line=2", "table.parse_json", "JSONDecodeError"), (f"{d.json_lines}#line=3", "table.parse_json", "TypeError"),
                    (f"{d.json_lines}#line=4", "table.parse_json", "TypeError"), (f"{d.json_lines}#line=7", "table.parse_json", "TypeError")],
     ),
     "jsonl_source_bad_lines": Case(
         "jsonl",
         [{"op": "table.select", "params": {"columns": ["ts", "link"]}}],
-        lambda d: [{"source": f"{d.jsonl}#line=1", "ts": 1, "link": "a"}, {"source": f"{d.jsonl}#line=5", "ts": 4, "link": "d é"}],
+        lambda d: [{"__source__": f"{d.jsonl}#line=1", "ts": 1, "link": "a"}, {"__source__": f"{d.jsonl}#line=5", "ts": 4, "link": "d é"}],
         lambda d: [(f"{d.jsonl}#line=2", "read", "UnicodeDecodeError"), (f"{d.jsonl}#line=3", "read", "JSONDecodeError")],
     ),
     "parse_regex_errors": Case(
         "syslog",
         [{"op": "table.parse_regex", "params": {"pattern": SYSLOG_PATTERN}}],
         lambda d: [
-            {"source": f"{d.syslog}#line=1", "text": SYSLOG_LINES[0], "host": "sw1", "facility": "LINK", "severity": "3", "event": "UPDOWN", "port": "Eth1/1"},
-            {"source": f"{d.syslog}#line=2", "text": SYSLOG_LINES[1], "host": "sw2", "facility": "OPTIC", "severity": "4", "event": "REMOVE", "port": None},
-            {"source": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "host": "sw1", "facility": "CRC", "severity": "2", "event": "ALARM", "port": "Eth1/7"},
+            {"__source__": f"{d.syslog}#line=1", "text": SYSLOG_LINES[0], "host": "sw1", "facility": "LINK", "severity": "3", "event": "UPDOWN", "port": "Eth1/1"},
+            {"__source__": f"{d.syslog}#line=2", "text": SYSLOG_LINES[1], "host": "sw2", "facility": "OPTIC", "severity": "4", "event": "REMOVE", "port": None},
+            {"__source__": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "host": "sw1", "facility": "CRC", "severity": "2", "event": "ALARM", "port": "Eth1/7"},
         ],
         lambda d: [(f"{d.syslog}#line=3", "table.parse_regex", "ValueError")],
     ),
     "parse_regex_drop": Case(
         "syslog",
         [{"op": "table.parse_regex", "params": {"pattern": r"-(?P<event>[A-Z_]+): .*port (?P<port>\S+)", "on_mismatch": "drop"}}],
-        lambda d: [{"source": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "event": "ALARM", "port": "Eth1/7"}],
+        lambda d: [{"__source__": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "event": "ALARM", "port": "Eth1/7"}],
     ),
     "cast": Case(
         "casts",
         [{"op": "table.cast", "params": {"columns": {"a": "long", "b": "boolean"}}}],
-        lambda d: [{"source": f"{d.casts}#row=0", "a": 12, "b": True}, {"source": f"{d.casts}#row=1", "a": 7, "b": False},
-                   {"source": f"{d.casts}#row=3", "a": None, "b": True}],
+        lambda d: [{"__source__": f"{d.casts}#row=0", "a": 12, "b": True}, {"__source__": f"{d.casts}#row=1", "a": 7, "b": False},
+                   {"__source__": f"{d.casts}#row=3", "a": None, "b": True}],
         lambda d: [(f"{d.casts}#row=2", "table.cast", "ValueError"), (f"{d.casts}#row=4", "table.cast", "ValueError")],
     ),
     "dedup_last": Case("links", [{"op": "table.dedup", "params": {"keys": ["link"], "order_by": "ts", "keep": "last"}}],
@@ -216,7 +226,7 @@ CASES: dict[str, Case] = {
     "dedup_all_columns": Case(
         "links",
         [{"op": "table.select", "params": {"columns": ["link"]}}, {"op": "table.dedup"}],
-        lambda d: [{"link": k, "source": f"{d.links}#row={i}"} for k, i in (("a", 0), ("b", 3), ("c", 5))],
+        lambda d: [{"link": k, "__source__": f"{d.links}#row={i}"} for k, i in (("a", 0), ("b", 3), ("c", 5))],
     ),
     "aggregate": Case(
         "links",
@@ -224,15 +234,15 @@ CASES: dict[str, Case] = {
             "n": "count(*)", "k": "count(crc)", "s": "sum(crc)", "mu": "mean(rx)", "lo": "min(rx)", "hi": "max(ts)",
             "sd": "stddev(rx)", "sl": "slope(rx, ts)"}}}],
         lambda d: [
-            {"link": "a", "n": 3, "k": 2, "s": 3, "mu": -3.5, "lo": -4.0, "hi": 3600, "sd": 0.5, "sl": -0.5 / 1800, "source": f"{d.links}#row=0"},
-            {"link": "b", "n": 2, "k": 2, "s": 5, "mu": -2.0, "lo": -2.0, "hi": 3600, "sd": None, "sl": None, "source": f"{d.links}#row=3"},
-            {"link": "c", "n": 1, "k": 1, "s": 10, "mu": -10.0, "lo": -10.0, "hi": 7200, "sd": None, "sl": None, "source": f"{d.links}#row=5"},
+            {"link": "a", "n": 3, "k": 2, "s": 3, "mu": -3.5, "lo": -4.0, "hi": 3600, "sd": 0.5, "sl": -0.5 / 1800, "__source__": f"{d.links}#row=0"},
+            {"link": "b", "n": 2, "k": 2, "s": 5, "mu": -2.0, "lo": -2.0, "hi": 3600, "sd": None, "sl": None, "__source__": f"{d.links}#row=3"},
+            {"link": "c", "n": 1, "k": 1, "s": 10, "mu": -10.0, "lo": -10.0, "hi": 7200, "sd": None, "sl": None, "__source__": f"{d.links}#row=5"},
         ],
     ),
     "aggregate_all_rows": Case(
         "links",
         [{"op": "table.aggregate", "params": {"aggregations": {"n": "count(*)", "s": "sum(crc * 2)"}}}],
-        lambda d: [{"n": 6, "s": 36, "source": f"{d.links}#row=0"}],
+        lambda d: [{"n": 6, "s": 36, "__source__": f"{d.links}#row=0"}],
     ),
     "window_sliding": Case(
         "links",
@@ -244,9 +254,9 @@ CASES: dict[str, Case] = {
         "links",
         [{"op": "table.window_aggregate", "params": {"keys": ["link"], "size": "2h", "aggregations": {"n": "count(*)", "crc": "sum(crc)"}}}],
         lambda d: [
-            {"link": "a", "window_start": 0, "window_end": 7200, "n": 3, "crc": 3, "source": f"{d.links}#row=0"},
-            {"link": "b", "window_start": 0, "window_end": 7200, "n": 2, "crc": 5, "source": f"{d.links}#row=3"},
-            {"link": "c", "window_start": 7200, "window_end": 14400, "n": 1, "crc": 10, "source": f"{d.links}#row=5"},
+            {"link": "a", "window_start": 0, "window_end": 7200, "n": 3, "crc": 3, "__source__": f"{d.links}#row=0"},
+            {"link": "b", "window_start": 0, "window_end": 7200, "n": 2, "crc": 5, "__source__": f"{d.links}#row=3"},
+            {"link": "c", "window_start": 7200, "window_end": 14400, "n": 1, "crc": 10, "__source__": f"{d.links}#row=5"},
         ],
     ),
     "join_left": Case(
@@ -254,6 +264,12 @@ CASES: dict[str, Case] = {
         [{"op": "table.join", "params": {"right": "labels", "keys": ["link"], "how": "left"}}],
         lambda d: [d.row(i, label={"a": "gold", "c": "bad"}.get(LINKS[i]["link"]), rx_right={"a": "x", "c": "y"}.get(LINKS[i]["link"])) for i in range(6)],
         sources={"labels": "labels"},
+    ),
+    "join_one_to_many": Case(
+        "links",
+        [{"op": "table.join", "params": {"right": "again", "keys": ["link"], "how": "inner"}}],
+        lambda d: [_self_match(d, i, j, k) for i in range(6) for k, j in enumerate(_same_link(i), start=1)],
+        sources={"again": "links"},
     ),
     "join_anti": Case(
         "links",
@@ -292,8 +308,8 @@ def _same_value(actual: Any, expected: Any) -> bool:
 def assert_same_rows(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
     """Assert equal rows regardless of order (see the module docstring for the tolerances)."""
     key = lambda r: json.dumps({k: _normal(v) for k, v in sorted(r.items())}, sort_keys=True, default=str)  # noqa: E731
-    actual = sorted(({k: _normal(v) for k, v in r.items()} for r in actual), key=lambda r: (r.get("source") or "", key(r)))
-    expected = sorted(expected, key=lambda r: (r.get("source") or "", key(r)))
+    actual = sorted(({k: _normal(v) for k, v in r.items()} for r in actual), key=lambda r: (r.get("__source__") or "", key(r)))
+    expected = sorted(expected, key=lambda r: (r.get("__source__") or "", key(r)))
     assert len(actual) == len(expected), f"{len(actual)} rows, expected {len(expected)}: {actual}"
     assert [sorted(r) for r in actual] == [sorted(r) for r in expected], f"column sets differ: {sorted(actual[0]) if actual else []}"
     bad = [(a, e) for a, e in zip(actual, expected) if not all(_same_value(a[k], e[k]) for k in e)]

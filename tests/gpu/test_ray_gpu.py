@@ -34,7 +34,7 @@ def ray_gpu():
 
 def _rows(sink: pathlib.Path) -> list[dict]:
     manifest = json.loads((sink / "_manifest.json").read_text())
-    return sorted((r for f in manifest["files"] for r in pq.read_table(sink / f["path"]).to_pylist()), key=lambda r: r["source"])
+    return sorted((r for f in manifest["files"] for r in pq.read_table(sink / f["path"]).to_pylist()), key=lambda r: r["__source__"])
 
 
 def _run(steps: list[dict], source: dict, sink: pathlib.Path) -> list[dict]:
@@ -64,4 +64,4 @@ def test_minhash_dedup_with_num_gpus_keeps_the_cpu_rows(ray_gpu, tmp_path):
     source = {"uri": str(tmp_path / "docs"), "format": "jsonl"}
     on_gpu = _run([{"op": "text.dedup_minhash", "resources": {"num_gpus": 0.5}}], source, tmp_path / "gpu")
     on_cpu = _run([{"op": "text.dedup_minhash", "params": {"device": "cpu"}}], source, tmp_path / "cpu")
-    assert [r["source"] for r in on_gpu] == [r["source"] for r in on_cpu] and len(on_cpu) < 220
+    assert [r["__source__"] for r in on_gpu] == [r["__source__"] for r in on_cpu] and len(on_cpu) < 220

@@ -25,9 +25,9 @@ def test_minhash_signatures_gpu_equal_cpu_exactly(docs):
 
 
 def test_minhash_dedup_gpu_keeps_the_same_rows(docs):
-    batch = {"text": np.array(docs, dtype=object), "source": np.array([f"s{i:04d}" for i in range(len(docs))], dtype=object)}
-    cpu = dedup_text_minhash(dict(batch), device="cpu")["source"]
-    gpu = dedup_text_minhash(dict(batch), device="cuda")["source"]
+    batch = {"text": np.array(docs, dtype=object), "__source__": np.array([f"s{i:04d}" for i in range(len(docs))], dtype=object)}
+    cpu = dedup_text_minhash(dict(batch), device="cpu")["__source__"]
+    gpu = dedup_text_minhash(dict(batch), device="cuda")["__source__"]
     assert list(cpu) == list(gpu)
 
 
@@ -46,8 +46,8 @@ def test_minhash_key_map_on_a_gpu_worker_gives_the_cpu_buckets(docs):
     from dataflow.engines.ray.global_ops import _BucketRows
     from dataflow.runtime.stage import StepCall
 
-    batch = {"text": np.array(docs, dtype=object), "source": np.array([f"s{i:04d}" for i in range(len(docs))], dtype=object)}
+    batch = {"text": np.array(docs, dtype=object), "__source__": np.array([f"s{i:04d}" for i in range(len(docs))], dtype=object)}
     call = StepCall(0, "text.dedup_minhash", dedup_text_minhash.params().model_dump())
     gpu, cpu = _BucketRows(call, num_gpus=0.5)(dict(batch)), _BucketRows(call, num_gpus=None)(dict(batch))
-    for column in ("source", "band", "key"):
+    for column in ("__source__", "band", "key"):
         np.testing.assert_array_equal(gpu[column], cpu[column])

@@ -184,8 +184,8 @@ def _digest(sink: pathlib.Path) -> list[tuple[str, str]]:
     manifest = json.loads((sink / "_manifest.json").read_text())
     rows = []
     for f in manifest["files"]:
-        for r in pq.read_table(sink / f["path"], columns=["source", "bytes"]).to_pylist():
-            rows.append((r["source"], hashlib.sha1(r["bytes"]).hexdigest()))
+        for r in pq.read_table(sink / f["path"], columns=["__source__", "bytes"]).to_pylist():
+            rows.append((r["__source__"], hashlib.sha1(r["bytes"]).hexdigest()))
     return sorted(rows)
 
 

@@ -82,10 +82,10 @@ def test_minhash_on_ray_keeps_the_rows_the_op_keeps(ray_local, tmp_path, device)
         return
     report = run_pipeline(spec, RunOptions(progress=False))
     manifest = json.loads((sink / "_manifest.json").read_text())
-    kept = sorted(r["source"] for f in manifest["files"] for r in pq.read_table(sink / f["path"]).to_pylist())
+    kept = sorted(r["__source__"] for f in manifest["files"] for r in pq.read_table(sink / f["path"]).to_pylist())
     sources = np.array([f"{src / 'part.jsonl'}#line={i + 1}" for i in range(len(texts))], dtype=object)
-    direct = dedup_text_minhash({"text": np.array(texts, dtype=object), "source": sources}, device="cpu")
-    assert kept == sorted(direct["source"]) and report.rows_out == len(direct["source"]) < len(texts) - 4
+    direct = dedup_text_minhash({"text": np.array(texts, dtype=object), "__source__": sources}, device="cpu")
+    assert kept == sorted(direct["__source__"]) and report.rows_out == len(direct["__source__"]) < len(texts) - 4
 
 
 def test_image_stage_on_ray_runs_the_cpu_code_without_a_gpu_request(ray_local, tmp_path):

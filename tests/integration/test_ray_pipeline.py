@@ -22,7 +22,7 @@ def _rows(sink: pathlib.Path) -> list[dict]:
     rows = []
     for f in manifest["files"]:
         rows += pq.read_table(sink / f["path"]).to_pylist()
-    return sorted(rows, key=lambda r: r["source"])
+    return sorted(rows, key=lambda r: r["__source__"])
 
 
 def _errors(sink: pathlib.Path) -> list[dict]:
@@ -82,7 +82,7 @@ def test_jsonl_bad_lines_become_row_errors_with_line_offsets(ray_local, tmp_path
     assert [e["error_type"] for e in errors] == ["JSONDecodeError", "UnicodeDecodeError", "TypeError"]
     out = [json.loads(line) for p in (tmp_path / "out").glob("part-*.jsonl") for line in p.read_text().splitlines()]
     assert sorted(r["n"] for r in out) == list(range(3, 10))
-    assert all(r["source"].endswith(f"#line={r['n'] + 1}") for r in out)
+    assert all(r["__source__"].endswith(f"#line={r['n'] + 1}") for r in out)
 
 
 def test_csv_rows_with_wrong_field_count_and_text_lines(ray_local, tmp_path):
@@ -97,7 +97,7 @@ def test_csv_rows_with_wrong_field_count_and_text_lines(ray_local, tmp_path):
         dataflow.read(str(tmp_path / "txt"), format="text", split="line").apply("tests.opfixtures:tag_length")
         .write(str(tmp_path / "o2")).run(progress=False)
     )
-    got = [(r["source"].rsplit("#", 1)[1], r["length"]) for r in _rows(tmp_path / "o2")]
+    got = [(r["__source__"].rsplit("#", 1)[1], r["length"]) for r in _rows(tmp_path / "o2")]
     assert sorted(got) == [("line=1", 11), ("line=3", 16), ("line=4", 2)]
 
 
@@ -114,7 +114,7 @@ def test_parquet_source_select_and_sharding(ray_local, tmp_path):
     assert report.rows_out == 25 and sum(f["rows"] for f in manifest["files"]) == 25
     assert len(manifest["files"]) >= 3 and all(f["rows"] <= 10 for f in manifest["files"])
     rows = _rows(tmp_path / "out")
-    assert set(rows[0]) == {"a", "b", "source"} and sorted(r["a"] for r in rows) == list(range(25))
+    assert set(rows[0]) == {"a", "b", "__source__"} and sorted(r["a"] for r in rows) == list(range(25))
 
 
 def test_sink_modes_error_overwrite_append(ray_local, tmp_path):

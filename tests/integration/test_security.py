@@ -32,7 +32,7 @@ source: {{uri: "{tmp_path / 'img'}", format: image}}
 steps:
   - op: image.decode
   - op: tests.opfixtures:tag_length
-    params: {{column: source}}
+    params: {{column: __source__}}
 sink: {{uri: "{out}"}}
 storage: {{options: {{s3: {{key: AKIAEXAMPLE, secret: "{SECRET_YAML}"}}}}}}
 """)
@@ -51,7 +51,7 @@ storage: {{options: {{s3: {{key: AKIAEXAMPLE, secret: "{SECRET_YAML}"}}}}}}
 def test_files_writer_keeps_hostile_names_inside_its_folder(tmp_path):
     fs = filesystem(str(tmp_path))
     cols = {
-        "source": np.array(["../../../etc/passwd", "/abs/path/x.png", "s3://b/..%2F..%2Fevil.jpg"], dtype=object),
+        "__source__": np.array(["../../../etc/passwd", "/abs/path/x.png", "s3://b/..%2F..%2Fevil.jpg"], dtype=object),
         "bytes": np.array([b"a", b"b", b"c"], dtype=object),
     }
     written = FilesFormat.write(fs, str(tmp_path / "shard"), cols, {"extension": "../../bin"})

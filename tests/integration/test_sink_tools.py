@@ -86,7 +86,7 @@ def test_lineage_names_the_inputs_that_fed_an_output_file(run):
         assert result.exit_code == 0, result.output
         named = [line.strip() for line in result.output.splitlines()[1:]]
         assert len(named) == 3, "one shard of three files fed each file"
-        sources = {r["source"].split("#", 1)[0] for r in pq.read_table(out / f["path"], columns=["source"]).to_pylist()}
+        sources = {r["__source__"].split("#", 1)[0] for r in pq.read_table(out / f["path"], columns=["__source__"]).to_pylist()}
         assert sources <= set(named)
     missing = CliRunner().invoke(cli, ["lineage", str(out), "part-nope.parquet"])
     assert missing.exit_code == 1 and "'part-nope.parquet' is not an output file of" in missing.output

@@ -170,4 +170,4 @@ sink: {{uri: "{out}", format: parquet}}
     manifest = json.loads((out / "_manifest.json").read_text())
     assert len(manifest["shards"]) == 5 and report.rows_out == 10
     schemas = {tuple(pq.read_schema(out / f["path"]).names) for f in manifest["files"]}
-    assert schemas == {("source", "k", "v", "w")}
+    assert schemas == {("__source__", "k", "v", "w")}

@@ -119,7 +119,7 @@ class RayJob:
 def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
     fmt = node.source.format
     if fmt == "parquet":
-        # One read task per row group, listed from the footers: exact row offsets in ``source``.
+        # One read task per row group, listed from the footers: exact row offsets in ``__source__``.
         return RayRead(source=node.source, reader="row_groups", parse="parquet")
     if fmt == "webdataset":
         return RayRead(source=node.source, reader="shards", parse=None)

@@ -6,7 +6,8 @@ and fine for the data one machine holds.
 
 The dedup ops (``dataflow.ops.dedup.BUCKETINGS``) lower distributed: bucket keys as a map, bucket
 sizes through a hash aggregation, only rows in shared buckets travel to the driver, which finds
-the duplicate groups (connected components) and sends back the sources to drop. The key map gets
+the duplicate groups (connected components) and sends back the identities (``__source__``, unique
+per row) to drop. The key map gets
 the step's resources, so ``resources: {num_gpus: ...}`` puts MinHash signatures on GPUs.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from dataflow.columns import SOURCE
 from dataflow.engines.ray.compile import RayGlobal
 from dataflow.engines.ray.session import cluster_cpus
 from dataflow.runtime.batch import concat, length, to_arrow
@@ -43,7 +45,7 @@ def apply_global(ds, stage: RayGlobal, side: SideOutputs):
     if not cols:
         return ds
     out, errors, stats = executor(cols)
-    side.write(stage.name, batch_key(cols.get("source", [])), errors, stats)
+    side.write(stage.name, batch_key(cols.get(SOURCE, [])), errors, stats)
     n = length(out)
     # Arrow blocks, not pandas: pandas 3 turns None in string columns into NaN.
     blocks = [to_arrow({k: v[i : i + _CHUNK_ROWS] for k, v in out.items()}) for i in range(0, max(n, 1), _CHUNK_ROWS)]
@@ -51,7 +53,7 @@ def apply_global(ds, stage: RayGlobal, side: SideOutputs):
 
 
 class _BucketRows:
-    """Map: each row's (band, key, value) buckets, with its source."""
+    """Map: each row's (band, key, value) buckets, with its identity (``__source__``)."""
 
     def __init__(self, call: StepCall, num_gpus: float | None):
         self.call, self.num_gpus = call, num_gpus
@@ -68,7 +70,7 @@ class _BucketRows:
             spec = get_op(call.op)
             self._keys = BUCKETINGS[spec.name](spec.params(**call.params)).keys
         buckets = self._keys(batch)
-        return {"source": np.asarray(batch["source"], dtype=object)[buckets.row], "band": buckets.band, "key": buckets.key, "value": buckets.value}
+        return {SOURCE: np.asarray(batch[SOURCE], dtype=object)[buckets.row], "band": buckets.band, "key": buckets.key, "value": buckets.value}
 
 
 def _bucket_id(band: np.ndarray, key: np.ndarray) -> np.ndarray:
@@ -93,8 +95,8 @@ class _InSharedBuckets:
         return {k: v[keep] for k, v in batch.items()}
 
 
-class _DropSources:
-    """Map: drop rows whose source is in ``drop``; count rows in and out per batch."""
+class _DropRows:
+    """Map: drop rows whose identity (``__source__``) is in ``drop``; count rows in and out per batch."""
 
     def __init__(self, drop: set, op: str, index: int, side: SideOutputs):
         self.drop, self.op, self.index, self.side = drop, op, index, side
@@ -105,7 +107,7 @@ class _DropSources:
         from dataflow.runtime.stage import StepStats
 
         start = time.perf_counter()
-        sources = batch.get("source", np.array([], dtype=object))
+        sources = batch.get(SOURCE, np.array([], dtype=object))
         keep = np.fromiter((s not in self.drop for s in sources), dtype=bool, count=len(sources))
         st = StepStats(rows_in=len(keep), rows_out=int(keep.sum()))
         st.drops[self.op] = st.rows_in - st.rows_out
@@ -118,13 +120,13 @@ def _rows(ds) -> dict[str, np.ndarray]:
     return concat(list(ds.iter_batches(batch_size=None, batch_format="numpy")))
 
 
-def _sources_to_drop(candidates: dict[str, np.ndarray], match) -> set:
-    """Every source in a duplicate group except the group's smallest."""
+def _identities_to_drop(candidates: dict[str, np.ndarray], match) -> set:
+    """Every identity in a duplicate group except the group's smallest."""
     from dataflow.ops.dedup import Buckets, bucket_edges, components
 
-    if not candidates or len(candidates["source"]) == 0:
+    if not candidates or len(candidates[SOURCE]) == 0:
         return set()
-    sources = candidates["source"].astype(str)
+    sources = candidates[SOURCE].astype(str)
     rows = np.arange(len(sources), dtype=np.int64)
     a, b = bucket_edges(Buckets(rows, candidates["band"].astype(np.int64), candidates["key"].astype(np.int64), candidates["value"].astype(np.int64)), match)
     nodes, node_of = np.unique(sources, return_inverse=True)
@@ -164,8 +166,8 @@ def _bucket_dedup(ds, stage: RayGlobal, side: SideOutputs):
         shared = np.unique(shared_rows["bucket"]) if shared_rows else np.empty(0, dtype=np.int64)
         if len(shared):
             candidates = _rows(keys.map_batches(_InSharedBuckets(shared), batch_format="numpy", zero_copy_batch=False))
-            drop = _sources_to_drop(candidates, bucketing.match)
-    return ds.map_batches(_DropSources(drop, spec.name, call.index, side), batch_format="numpy", zero_copy_batch=False)
+            drop = _identities_to_drop(candidates, bucketing.match)
+    return ds.map_batches(_DropRows(drop, spec.name, call.index, side), batch_format="numpy", zero_copy_batch=False)
 
 
 RAY_GLOBAL_OPS: dict[str, Callable[[Any, Any, SideOutputs], Any]] = {

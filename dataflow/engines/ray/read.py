@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dataflow.columns import SOURCE
 from dataflow.engines.base import CACHE_COUNTERS_DIR
 from dataflow.runtime.batch import Columns, from_rows
 from dataflow.runtime.error_sink import ErrorRecord
@@ -122,14 +123,14 @@ class ReadShards:
                     if len(rows) >= SAMPLES_PER_BATCH:
                         st.rows_out += len(rows)
                         span.pause()
-                        yield from_rows(rows, ["source"])
+                        yield from_rows(rows, [SOURCE])
                         span.resume()
                         rows = []
                 count_bytes_read(f.tell())
         span.pause()
         if rows:
             st.rows_out += len(rows)
-            yield from_rows(rows, ["source"])
+            yield from_rows(rows, [SOURCE])
         st.rows_errored = len(errors)
         st.rows_in = st.rows_out + st.rows_errored
         key = batch_key(uris)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dataflow.columns import SOURCE
 from dataflow.engines.ray.compile import RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
@@ -28,7 +29,7 @@ ACTOR_MAX_RESTARTS = 3
 
 
 class ReadAdapter:
-    """Turn reader output into rows with a ``source`` URI; parse line formats (bad lines -> errors)."""
+    """Turn reader output into rows with a ``__source__`` URI; parse line formats (bad lines -> errors)."""
 
     def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: dict | None = None):
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
@@ -43,7 +44,7 @@ class ReadAdapter:
         paths = [self.prefix + str(p) for p in batch.pop("path")]
         st = StepStats(rows_in=len(paths))
         if self.parse is None:
-            batch["source"] = np.array(paths, dtype=object)
+            batch[SOURCE] = np.array(paths, dtype=object)
             out = batch
         else:
             reader, rows, errors = line_reader(self.parse), [], []
@@ -55,7 +56,7 @@ class ReadAdapter:
                         rows.append(rec)
             st.rows_in = len(rows) + len(errors)
             st.rows_errored = len(errors)
-            out = from_rows(rows, ["source"]) if rows else {"source": np.array([], dtype=object)}
+            out = from_rows(rows, [SOURCE]) if rows else {SOURCE: np.array([], dtype=object)}
             self.side.write("read", batch_key(paths), errors, {READ_STEP: _done(st, length(out))})
             return out
         self.side.write("read", batch_key(paths), [], {READ_STEP: _done(st, length(out))})
@@ -72,10 +73,13 @@ class ReadAdapter:
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
             cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache))
             n = length(cols)
-            # A ``source`` column in the data is lineage from an earlier pipeline: it is kept.
+            # A ``__source__`` column in the data (an earlier pipeline's lineage) is replaced by this
+            # read's, unless the source says to keep it (the Parquet handoff between engines).
             own = np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object)
-            parts.append({"source": cols.pop("source", own), **cols})
-        out = concat(parts) if parts else {"source": np.array([], dtype=object)}
+            lineage = cols.pop(SOURCE, own) if self.options.get("keep_lineage") else own
+            cols.pop(SOURCE, None)
+            parts.append({SOURCE: lineage, **cols})
+        out = concat(parts) if parts else {SOURCE: np.array([], dtype=object)}
         rows = length(out)
         self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})
         record_cache(self.side, "read", batch_key(names), before, cache_counters(fs))
@@ -99,7 +103,7 @@ class StageFn:
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
             self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus))
-        key = batch_key(batch.get("source", []))
+        key = batch_key(batch.get(SOURCE, []))
         cols, errors, stats = self._executor(batch)
         self.side.write(self.stage.name, key, errors, stats)
         return cols
@@ -107,6 +111,9 @@ class StageFn:
 
 class ShardWriter:
     """Write one batch as output file(s): local sinks under the run's temporary data folder.
+
+    Files are named after the batch's ``__source__``, which is left out of them when the sink
+    says ``lineage: false``.
 
     On remote storage each file is written on local scratch and uploaded whole, once
     (``connectors.storage.scratch``): to its final name under ``publish_root`` when the runner
@@ -127,7 +134,9 @@ class ShardWriter:
         n = length(batch)
         if n == 0:
             return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
-        key = batch_key(batch["source"])
+        key = batch_key(batch[SOURCE])
+        if not sink.lineage:
+            batch = {k: v for k, v in batch.items() if k != SOURCE}
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
         local = scheme_of(sink.uri) in ("file", "memory")
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)

@@ -23,12 +23,12 @@ DEFAULT_ROWS_PER_FILE = 10_000
 LOWERED: dict[str, str] = {
     "table.aggregate": "groupBy(keys).agg(...)",
     "table.cast": "try_cast per column; rows with a failed cast -> _errors/",
-    "table.dedup": "row_number() over (partition by keys order by order_by, source) = 1",
+    "table.dedup": "row_number() over (partition by keys order by order_by, __source__) = 1",
     "table.filter_rows": "where(<SQL expression as a Column>)",
     "table.join": "join(<named source>, keys, how)",
     "table.parse_json": "from_json(<declared schema>) with a corrupt-record column; bad rows -> _errors/",
     "table.parse_regex": "rlike + regexp_extract per named group",
-    "table.select": "select(columns, source)",
+    "table.select": "select(columns, __source__)",
     "table.window_aggregate": "window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)",
     "table.with_columns": "withColumn per name (SQL expressions as Columns)",
 }

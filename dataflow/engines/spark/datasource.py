@@ -5,7 +5,7 @@ workers, with the same filesystems and cache tier (``job["cache"]``) the Ray eng
 file's task leaves what the cache tier and the storage client did (hits, retries, bytes read)
 next to the shard's ``_stats``, as Ray's read tasks do. Line formats yield one
 row per line (file number, line number, text), decoded in the source's ``encoding`` (an
-undecodable line goes to the error sink); the engine builds ``source`` and parses natively.
+undecodable line goes to the error sink); the engine builds ``__source__`` and parses natively.
 CSV and Parquet yield rows with the Ray reader's semantics; bad records go to the error sink.
 """
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any, Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
+
+from dataflow.columns import SOURCE
 
 __all__ = ["DataflowSource", "LINES_SCHEMA", "WHOLE_SCHEMA"]
 
@@ -108,7 +110,7 @@ class _Reader(DataSourceReader):
             chunk = rows[start : start + _BATCH_ROWS]
             columns = [pa.array([index] * len(chunk), pa.int32())]
             if split == "line":  # the reader's sources end in "#line=N"
-                columns.append(pa.array([int(r["source"].rsplit("#line=", 1)[1]) for r in chunk], pa.int64()))
+                columns.append(pa.array([int(r[SOURCE].rsplit("#line=", 1)[1]) for r in chunk], pa.int64()))
             columns.append(pa.array([r["text"] for r in chunk], pa.string()))
             yield pa.record_batch(columns, names=["file", "line", "text"] if split == "line" else ["file", "text"])
 
@@ -131,7 +133,11 @@ class _Reader(DataSourceReader):
         names, storage, cache = self.job["columns"], self.job["storage_options"], self.job.get("cache")
         for group, first, _ in parquet_parts(uri, storage, cache):
             table = read_parquet_part(uri, group, storage, cache=cache)
-            if "source" not in table.column_names:
-                table = table.append_column("source", pa.array([f"{uri}#row={first + i}" for i in range(table.num_rows)], pa.string()))
+            own = pa.array([f"{uri}#row={first + i}" for i in range(table.num_rows)], pa.string())
+            if SOURCE in table.column_names and self.job["options"].get("keep_lineage"):
+                own = table.column(SOURCE)
+            if SOURCE in table.column_names:  # an earlier pipeline's lineage: replaced unless kept
+                table = table.drop_columns([SOURCE])
+            table = table.append_column(SOURCE, own)
             yield from table.select(names).to_batches()
 

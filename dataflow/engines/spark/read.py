@@ -1,9 +1,10 @@
-"""Turn a source into a DataFrame with a ``source`` column that matches the Ray engine's lineage.
+"""Turn a source into a DataFrame with a ``__source__`` column that matches the Ray engine's lineage.
 
 Local files are read natively (UTF-8 text as bytes, split into numbered lines at LF or CRLF, a line
 that is not UTF-8 a row error; Parquet with its row index); remote files, text in other
 ``encoding``s, and CSV (for the Ray reader's semantics), go through ``DataflowSource``. A file is
-read whole by one task, as on Ray.
+read whole by one task, as on Ray. A ``__source__`` column or field in the data is replaced by the
+read's own lineage; every other column, ``source`` included, is the user's.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col, sql_literal
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
@@ -29,6 +31,7 @@ _SAMPLE_FILES = 8
 _SAMPLE_LINES = 1000
 _GLOB_CHARS = "\\[]{}*?"
 UNDECODABLE = "__df_undecodable"
+_LINE = "__df_line"
 _UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
 
@@ -81,7 +84,7 @@ def _utf8(read: SparkRead) -> bool:
 
 
 def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None, only_invalid: bool = False) -> DataFrame:
-    """(source, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
+    """(__source__, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
     Natively (local or s3a, UTF-8) a file is read as bytes; in a file that is not valid UTF-8 each
     line is checked on its own bytes, so one bad byte flags one line. Other encodings go through
@@ -105,13 +108,13 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
         exploded = exploded.where("NOT (__pos = __n - 1 AND __text = '')")
         line_bytes = "CAST(encode(__text, 'ISO-8859-1') AS STRING)"  # a line of a damaged file, as its bytes
         return exploded.selectExpr(
-            "concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS source",
+            f"concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS {SOURCE}",
             f"CASE WHEN __valid THEN __text ELSE {line_bytes} END AS text",
             f"CASE WHEN __valid THEN FALSE ELSE NOT is_valid_utf8({line_bytes}) END AS {UNDECODABLE}",
         )
     df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
     source = F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
-    df = df.select(source.alias("source"), "text", F.lit(False).alias(UNDECODABLE))
+    df = df.select(source.alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE))
     return df.where(F.lit(False)) if only_invalid else df  # this reader sends undecodable lines to the sink itself
 
 
@@ -119,10 +122,10 @@ def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     if _native(spark, read) and _utf8(read):
         raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
         text = F.col("content").cast("string")
-        df = raw.select(_our_path().alias("source"), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE))
+        df = raw.select(_our_path().alias(SOURCE), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE))
     else:
         df = _python_source(spark, files, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache)
-        df = df.select(_file_uri(files, F.col("file")).alias("source"), "text", F.lit(False).alias(UNDECODABLE))
+        df = df.select(_file_uri(files, F.col("file")).alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE))
     return _undecodable(df)
 
 
@@ -158,7 +161,7 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
         if not isinstance(value, dict):
             continue
         for key, v in value.items():
-            if key == "source" or v is None:
+            if key == SOURCE or v is None:
                 continue
             kind, seen = _value_type(v), fields.get(key)
             if seen is None or seen == kind:
@@ -184,12 +187,13 @@ def sample_lines(files: list[str], storage: dict) -> list[str]:
 
 def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
     declared = read.source.options.get("schema")
-    fields = dict(declared) if declared else infer_json_fields(sample_lines(files, storage))
-    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
-    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": "text"}, path="read", kind="map")
+    fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
+    # The line under a reserved name: a field called ``text`` (as in most corpora) is the user's.
+    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$")).withColumnRenamed("text", _LINE)
+    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": _LINE}, path="read", kind="map")
     undecodable = _undecodable(lines)
     fused = undecodable.then(LOWERINGS["table.parse_json"](undecodable.rows(), step, {}))
-    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, "text"))
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, _LINE))
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
@@ -198,7 +202,7 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: d
     with filesystem(files[0], storage).open(strip_scheme(files[0]), "rb") as f:
         first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace")
     header = next(csv.reader(io.StringIO(first), delimiter=read.source.options.get("delimiter", ",")), [])
-    names = ["source", *[h for h in header if h != "source"]]
+    names = [SOURCE, *[h for h in header if h != SOURCE]]
     schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
     return _python_source(spark, files, "csv", schema, read, side, storage, cache, columns=names)
 
@@ -206,10 +210,10 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: d
 def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
     if _native(spark, read):
         df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
-        if "source" in df.columns:
-            return df.select("source", *[col(c) for c in df.columns if c != "source"])
         own = F.concat(_our_path(), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
-        return df.select(own.alias("source"), *[col(c) for c in df.columns])
+        if read.source.options.get("keep_lineage") and SOURCE in df.columns:
+            own = col(SOURCE)
+        return df.select(own.alias(SOURCE), *[col(c) for c in df.columns if c != SOURCE])
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -218,13 +222,13 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
 
     with filesystem(files[0], storage).open(strip_scheme(files[0]), "rb") as f:
         arrow = pq.read_schema(f)
-    names = ["source", *[n for n in arrow.names if n != "source"]]
-    fields = [pa.field("source", pa.string()), *[arrow.field(n) for n in names[1:]]]
+    names = [SOURCE, *[n for n in arrow.names if n != SOURCE]]
+    fields = [pa.field(SOURCE, pa.string()), *[arrow.field(n) for n in names[1:]]]
     return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, cache, columns=names)
 
 
 def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: dict | None = None) -> DataFrame | Checked:
-    """Return the rows of ``files``: a ``source`` column first, then the data.
+    """Return the rows of ``files``: a ``__source__`` column first, then the data.
 
     For text and jsonl the result is ``Checked``: the rows, with the lines that are not UTF-8 (or,
     for jsonl, do not parse) flagged.

@@ -21,6 +21,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
+from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.read import read_source
@@ -154,8 +155,8 @@ class _Builder:
 
 
 def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, read_flag: str | None) -> DataFrame:
-    """(source, op, error_type, reason) of the bad rows among ``failed``."""
-    source = F.col("source").cast("string") if "source" in failed.columns else F.lit(None).cast("string")
+    """(source, op, error_type, reason) of the bad rows among ``failed``: an error record's ``source`` is the row's ``__source__``."""
+    source = F.col(SOURCE).cast("string") if SOURCE in failed.columns else F.lit(None).cast("string")
     op_name = F.when(F.col(read_flag), F.lit("read")).otherwise(F.lit(op)) if read_flag else F.lit(op)
     etype, reason = checked.error_columns()
     return failed.where(bad).select(source.alias("source"), op_name.alias("op"), etype.alias("error_type"), reason.alias("reason"))
@@ -294,12 +295,13 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
     w = job.write
     # Files are named after the run and the shard (its tmp folder): shards of one run commit side by side.
     tag = batch_key([run_id, tmp_data])[:8]
+    output = frames.output if w.sink.lineage else frames.output.drop(SOURCE)
     try:
         if w.native:
-            written = _native_parquet(frames.output, w, tmp_data, tag)
+            written = _native_parquet(output, w, tmp_data, tag)
         else:
             writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, tag, w.rows_per_file, publish_root, w.max_file_bytes)
-            rows = frames.output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
+            rows = output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
             written = [WrittenFile(r["path"], r["rows"], r["bytes"]) for r in rows if r["path"] is not None]
         # Only steps that met bad rows (their counters say so, now that the data is written) are read again.
         counts = [_bad_rows(e.observation) for e in frames.errors]

@@ -16,11 +16,12 @@ from typing import Any, Callable
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import aggregate_column, col, sql_literal, sql_name, to_column
 from dataflow.engines.spark.compile import SparkStep
 from dataflow.ops.table import expr as E
 from dataflow.ops.table.dedup import dedup_keys
-from dataflow.ops.table.join import right_renames
+from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
 from dataflow.ops.table.parse_regex import java_pattern
 from dataflow.ops.table.types import SPARK_TYPES
 
@@ -72,7 +73,7 @@ def _vars(step: SparkStep) -> dict[str, Any]:
 
 
 def _select(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    keep = list(dict.fromkeys([*step.params["columns"], *(["source"] if "source" in df.columns else [])]))
+    keep = list(dict.fromkeys([*step.params["columns"], *([SOURCE] if SOURCE in df.columns else [])]))
     return df.select(*[col(c) for c in keep])
 
 
@@ -141,8 +142,8 @@ def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
     order = []
     if order_by is not None:
         order.append(col(order_by).desc_nulls_last() if keep == "last" else col(order_by).asc_nulls_first())
-    if "source" in df.columns:
-        order.append(col("source").asc_nulls_first())
+    if SOURCE in df.columns:
+        order.append(col(SOURCE).asc_nulls_first())
     if not order:
         return df.dropDuplicates(keys)
     rank = F.row_number().over(Window.partitionBy(*[col(k) for k in keys]).orderBy(*order))
@@ -151,8 +152,8 @@ def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
 
 def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, E.Aggregation], params: dict, default_x: str | None = None) -> DataFrame:
     aggs = [aggregate_column(a, params, default_x).alias(name) for name, a in aggregations.items()]
-    if "source" in df.columns:
-        aggs.append(F.min(col("source")).alias("source"))
+    if SOURCE in df.columns:
+        aggs.append(F.min(col(SOURCE)).alias(SOURCE))
     return df.groupBy(*[col(k) for k in keys]).agg(*aggs)
 
 
@@ -178,7 +179,9 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
     parsed = {n: E.parse_aggregation(text, implicit_x=True) for n, text in p["aggregations"].items()}
     out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=time)
     out = out.withColumn("window_end", F.col("window_start") + F.lit(size))
-    return out.select(*[col(k) for k in keys], "window_start", "window_end", *[col(n) for n in parsed], *(["source"] if "source" in out.columns else []))
+    if slide < size and SOURCE in out.columns:
+        out = out.withColumn(SOURCE, F.concat(col(SOURCE), F.lit("#window="), F.col("window_start").cast("string")))
+    return out.select(*[col(k) for k in keys], "window_start", "window_end", *[col(n) for n in parsed], *([SOURCE] if SOURCE in out.columns else []))
 
 
 _HOW = {"inner": "inner", "left": "left", "right": "right", "full": "full", "semi": "left_semi", "anti": "left_anti"}
@@ -188,8 +191,8 @@ def _join(df: DataFrame, step: SparkStep, named: dict[str, DataFrame]) -> DataFr
     p = step.params
     keys, how = list(p["keys"]), p["how"]
     right = named[p["right"]]
-    if "source" in right.columns:
-        right = right.drop("source")
+    paired = SOURCE in df.columns and SOURCE in right.columns and how not in ("semi", "anti")
+    right = right.withColumnRenamed(SOURCE, RIGHT_SOURCE) if paired else right.drop(SOURCE)
     renames = right_renames(df.columns, right.columns, keys, p["suffix"])
     right = right.select(*[col(c).alias(renames.get(c, c)) for c in right.columns])
     left_types = dict(df.dtypes)
@@ -199,7 +202,17 @@ def _join(df: DataFrame, step: SparkStep, named: dict[str, DataFrame]) -> DataFr
     out = df.join(right, on=keys, how=_HOW[how])
     if how in ("semi", "anti"):
         return out.select(*[col(c) for c in df.columns])
-    return out.select(*[col(c) for c in df.columns], *[col(c) for c in right.columns if c not in keys])
+    out = out.select(*[col(c) for c in df.columns], *[col(c) for c in right.columns if c not in keys])
+    return _unique_identities(out) if paired else out
+
+
+def _unique_identities(out: DataFrame) -> DataFrame:
+    """``__source__`` as ``join_identity`` gives it: a left row matched several times gets ``#match=<rank>``."""
+    left, right = col(SOURCE), col(RIGHT_SOURCE)
+    matches = F.count(F.lit(1)).over(Window.partitionBy(left))
+    rank = F.row_number().over(Window.partitionBy(left).orderBy(right.asc_nulls_first()))
+    ident = F.when(left.isNull(), right).when(matches > 1, F.concat(left, F.lit("#match="), rank.cast("string"))).otherwise(left)
+    return out.withColumn(SOURCE, ident).drop(RIGHT_SOURCE)
 
 
 LOWERINGS: dict[str, Lowering] = {

@@ -6,6 +6,7 @@ from typing import Literal
 
 import numpy as np
 
+from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.audio.energy import frame_db
 from dataflow.ops.declare import Needs, op
@@ -95,7 +96,7 @@ def segment_audio_vad(
     ``energy`` marks frames at or above ``threshold_dbfs`` as voice; ``silero`` runs Silero VAD
     (the model ships in the ``silero-vad`` wheel, loaded once per worker; input is resampled to
     16 kHz for detection). Each segment row gets ``start``/``end``/``duration`` in seconds, its
-    index in ``segment``, and ``source`` becomes ``<uri>#t=<start>,<end>`` (a media fragment).
+    index in ``segment``, and ``__source__`` becomes ``<uri>#t=<start>,<end>`` (a media fragment).
     A clip with no voice yields no rows.
 
     Args:
@@ -121,7 +122,7 @@ def segment_audio_vad(
     else:
         regions = energy_regions(mono, rate, threshold_dbfs, frame_seconds)
     segments = shape_segments(regions, total, min_seconds=min_seconds, max_seconds=max_seconds, merge_gap_seconds=merge_gap_seconds, pad_seconds=pad_seconds)
-    source = str(row.get("source", ""))
+    source = str(row.get(SOURCE, ""))
     out = []
     for k, (start, end) in enumerate(segments):
         a, b = int(round(start * rate)), int(round(end * rate))
@@ -131,6 +132,6 @@ def segment_audio_vad(
             "end": round(float(end), 3),
             "duration": (b - a) / rate,
             "segment": k,
-            "source": f"{source}#t={start:.3f},{end:.3f}",
+            SOURCE: f"{source}#t={start:.3f},{end:.3f}",
         })
     return out

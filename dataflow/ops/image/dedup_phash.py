@@ -67,7 +67,7 @@ def dedup_image_phash(batch: dict, *, max_distance: int = 4, column: str = "phas
     """Drop images whose perceptual hash is within ``max_distance`` bits of another's, over the whole dataset.
 
     Near-duplicates are grouped transitively (connected components); each group keeps the row
-    with the smallest ``source``, so the result is the same however the data is partitioned.
+    with the smallest ``__source__``, so the result is the same however the data is partitioned.
     Candidates come from hash chunks (multi-index hashing), so the work stays near-linear.
 
     Args:

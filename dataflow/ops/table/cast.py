@@ -4,6 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import op
 from dataflow.ops.table.casting import failed, try_cast
@@ -15,7 +16,7 @@ def _same_columns(columns_in: frozenset[str] | None, params) -> frozenset[str] |
     return columns_in
 
 
-@op(name="table.cast", modality="table", inputs=(), outputs=("source",), batch_format="pyarrow", output_columns=_same_columns)
+@op(name="table.cast", modality="table", inputs=(), outputs=(SOURCE,), batch_format="pyarrow", output_columns=_same_columns)
 def cast_columns(batch: pa.Table, *, columns: dict[ColumnName, TypeName]) -> pa.Table:
     """Cast each named column to its type with Spark's ``try_cast`` rules (strings are trimmed first).
 

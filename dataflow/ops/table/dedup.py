@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.evaluate import column
 from dataflow.ops.table.grouping import group_ids
@@ -18,21 +19,21 @@ def _same_columns(columns_in: frozenset[str] | None, params) -> frozenset[str] |
 
 
 def dedup_keys(names: list[str], keys: list[str] | None) -> list[str]:
-    """The key columns of a dedup: ``keys``, or every column except ``source``."""
-    return list(keys) if keys else [c for c in names if c != "source" and not c.startswith("__")]
+    """The key columns of a dedup: ``keys``, or every user column (``source`` too; not ``__source__``)."""
+    return list(keys) if keys else [c for c in names if not c.startswith("__")]  # dataflow's own and helper columns
 
 
-@op(name="table.dedup", modality="table", inputs=(), outputs=("source",), kind="global", batch_format="pyarrow", output_columns=_same_columns)
+@op(name="table.dedup", modality="table", inputs=(), outputs=(SOURCE,), kind="global", batch_format="pyarrow", output_columns=_same_columns)
 def dedup_rows(
     batch: pa.Table, *, keys: list[ColumnName] | None = None, order_by: ColumnName | None = None, keep: Literal["first", "last"] = "first"
 ) -> pa.Table:
     """Keep one row per distinct ``keys``: the smallest (``first``) or largest (``last``) ``order_by``.
 
-    Ties, and dedup without ``order_by``, keep the row with the smallest ``source``, so the result
+    Ties, and dedup without ``order_by``, keep the row with the smallest ``__source__``, so the result
     is the same on every engine. Nulls in ``order_by`` sort first, as in Spark.
 
     Args:
-        keys: Columns that identify a duplicate; none means all columns except ``source``.
+        keys: Columns that identify a duplicate; none means all columns except ``__source__``.
         order_by: Column that decides which duplicate is kept.
         keep: ``first`` keeps the smallest ``order_by``, ``last`` the largest.
     """
@@ -44,8 +45,8 @@ def dedup_rows(
     sort_cols = {}
     if order_by is not None:
         sort_cols["__o"] = column(batch, order_by)
-    if "source" in batch.column_names:
-        sort_cols["__s"] = column(batch, "source")
+    if SOURCE in batch.column_names:
+        sort_cols["__s"] = column(batch, SOURCE)
     if sort_cols:
         # Spark's order: ascending puts nulls first, descending puts them last.
         direction, placement = ("descending", "at_end") if keep == "last" else ("ascending", "at_start")

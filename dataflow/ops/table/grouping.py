@@ -3,8 +3,8 @@
 ``count(*)`` counts rows, ``count(x)`` non-null values; ``sum``/``min``/``max`` of no values are
 null; ``mean`` is a double; ``stddev`` is the sample standard deviation (null below two values);
 ``slope(y, x)`` is the least-squares slope of y over x (Spark's ``regr_slope``: rows where either
-is null are skipped; null below two points or when x does not vary). The output ``source`` of a
-group is the smallest ``source`` in it, so both engines agree on it.
+is null are skipped; null below two points or when x does not vary). The output ``__source__`` of a
+group is the smallest ``__source__`` in it, so both engines agree on it.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataflow.columns import SOURCE
 from dataflow.ops.table.evaluate import column, evaluate
 from dataflow.ops.table.expr import Aggregation, Col
 
@@ -91,9 +92,9 @@ def aggregate_table(
                 specs.append((f"__a{i}", "stddev", pc.VarianceOptions(ddof=1), name))
             else:
                 specs.append((f"__a{i}", _ARROW_AGG[agg.func], None, name))
-    if "source" in table.column_names:
-        work["source"] = column(table, "source")
-        specs.append(("source", "min", None, "source"))
+    if SOURCE in table.column_names:
+        work[SOURCE] = column(table, SOURCE)
+        specs.append((SOURCE, "min", None, SOURCE))
     grouped = pa.table(work).group_by(["__gid"], use_threads=False).aggregate([(c, f, o) if o is not None else (c, f) for c, f, o, _ in specs])
     order = np.argsort(grouped.column("__gid").to_numpy())
     grouped = grouped.take(pa.array(order))
@@ -108,6 +109,6 @@ def aggregate_table(
         results = {n: pa.array([0]) if f in ("count_all", "count") else pa.nulls(1, results[n].type) for c, f, _, n in specs}
     for name in aggregations:
         out[name] = later[name] if name in later else results[name]
-    if "source" in results:
-        out["source"] = results["source"]
+    if SOURCE in results:
+        out[SOURCE] = results[SOURCE]
     return pa.table(out)

@@ -1,15 +1,19 @@
 """Join the rows with a named source of the pipeline (``sources:``) on key columns."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
 import pyarrow as pa
 
+from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.named import bound_table
 from dataflow.ops.table.types import ColumnName, SourceName
 
-__all__ = ["JOIN_TYPES", "join_arrow", "join_tables"]
+__all__ = ["JOIN_TYPES", "RIGHT_SOURCE", "join_arrow", "join_identity", "join_tables"]
+
+RIGHT_SOURCE = "__df_right_source"  # the right row's identity, while the join ranks matches
 
 #: Our join names -> pyarrow's.
 JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "full": "full outer", "semi": "left semi", "anti": "left anti"}
@@ -20,12 +24,38 @@ def right_renames(left: list[str], right: list[str], on: list[str], suffix: str)
     return {c: f"{c}{suffix}" for c in right if c in left and c not in on}
 
 
+def join_identity(left: str | None, right: str | None, matches: int, rank: int) -> str | None:
+    """A joined row's ``__source__``: the left row's, suffixed ``#match=<rank>`` when it matched several right rows.
+
+    A right row without a left match takes its own. Identities stay unique per row, so a later
+    dedup never confuses two rows of one left row.
+    """
+    if left is None:
+        return right
+    return f"{left}#match={rank}" if matches > 1 else left
+
+
+def _unique_identities(out: pa.Table) -> pa.Table:
+    """Replace the left identity by ``join_identity``: matches ranked by the right row's identity."""
+    left, right = out.column(SOURCE).to_pylist(), out.column(RIGHT_SOURCE).to_pylist()
+    matches = Counter(left)
+    rank: Counter = Counter()
+    ids: list[str | None] = [None] * len(left)
+    for i in sorted(range(len(left)), key=lambda i: (right[i] is not None, right[i] or "")):
+        rank[left[i]] += 1
+        ids[i] = join_identity(left[i], right[i], matches[left[i]], rank[left[i]])
+    return out.set_column(out.column_names.index(SOURCE), SOURCE, pa.array(ids, pa.string())).drop_columns([RIGHT_SOURCE])
+
+
 def join_arrow(left: pa.Table, right: pa.Table, on: list[str], how: str, suffix: str) -> pa.Table:
-    """Join two Arrow tables with SQL semantics (null keys never match); the right ``source`` is dropped."""
+    """Join two Arrow tables with SQL semantics (null keys never match); identities as ``join_identity`` says."""
     missing = [k for k in on if k not in right.column_names]
     if missing:
         raise KeyError(f"table.join: the right table has no key column(s) {missing} (have: {right.column_names})")
-    right = right.drop_columns([c for c in ("source",) if c in right.column_names])
+    paired = SOURCE in left.column_names and SOURCE in right.column_names and how not in ("semi", "anti")
+    if paired:
+        right = right.rename_columns([RIGHT_SOURCE if c == SOURCE else c for c in right.column_names])
+    right = right.drop_columns([c for c in (SOURCE,) if c in right.column_names])
     right = right.rename_columns([right_renames(left.column_names, right.column_names, on, suffix).get(c, c) for c in right.column_names])
     for k in on:
         lt, rt = left.schema.field(k).type, right.schema.field(k).type
@@ -34,14 +64,15 @@ def join_arrow(left: pa.Table, right: pa.Table, on: list[str], how: str, suffix:
     out = left.join(right, keys=list(on), join_type=JOIN_TYPES[how], coalesce_keys=True, use_threads=False)
     if how in ("semi", "anti"):
         return out.select(left.column_names)
-    return out.select([*left.column_names, *(c for c in right.column_names if c not in on)])
+    out = out.select([*left.column_names, *(c for c in right.column_names if c not in on)])
+    return _unique_identities(out) if paired else out
 
 
 def _unknown_columns(columns_in: frozenset[str] | None, params) -> None:
     return None  # the right side's columns are known only when it is read
 
 
-@op(name="table.join", modality="table", inputs=(), outputs=("source",), kind="global", batch_format="pyarrow", output_columns=_unknown_columns, reshapes=True)
+@op(name="table.join", modality="table", inputs=(), outputs=(SOURCE,), kind="global", batch_format="pyarrow", output_columns=_unknown_columns, reshapes=True)
 def join_tables(
     batch: pa.Table,
     *,
@@ -54,6 +85,9 @@ def join_tables(
 
     Keys are shared columns of the output; other right columns that collide with left ones get
     ``suffix``. Null keys never match. ``semi`` keeps left rows with a match, ``anti`` those without.
+    A left row that matches several right rows yields rows with ``__source__``
+    ``<left>#match=1``, ``#match=2``, ... (ordered by the right rows' ``__source__``), so every
+    row keeps a unique identity; a right row without a match keeps its own ``__source__``.
 
     Args:
         right: Name of a source declared under ``sources:`` (its rows after its own steps).

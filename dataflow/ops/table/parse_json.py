@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import op
 from dataflow.ops.table.types import ColumnName, TypeName
@@ -55,7 +56,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] 
     modality="table",
     inputs=("{column}",),
     input_types={"{column}": "string"},
-    outputs=("source",),
+    outputs=(SOURCE,),
     batch_format="row",
     output_columns=_columns_after,
 )

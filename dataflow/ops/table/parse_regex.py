@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic_core import core_schema
 
+from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import op
 from dataflow.ops.table.types import ColumnName
@@ -61,7 +62,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] 
     modality="table",
     inputs=("{column}",),
     input_types={"{column}": "string"},
-    outputs=("source",),
+    outputs=(SOURCE,),
     kind="flat_map",
     batch_format="row",
     output_columns=_columns_after,

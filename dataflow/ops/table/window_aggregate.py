@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.evaluate import column
 from dataflow.ops.table.expr import WindowAggExpr, parse_aggregation
@@ -31,7 +32,7 @@ def window_starts(times: np.ndarray, size: int, slide: int) -> tuple[np.ndarray,
 
 
 def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str]:
-    return frozenset([*(params.keys or []), "window_start", "window_end", *params.aggregations, "source"])
+    return frozenset([*(params.keys or []), "window_start", "window_end", *params.aggregations, SOURCE])
 
 
 @op(
@@ -57,7 +58,8 @@ def window_aggregate(
     """Return one row per key and time window ``[window_start, window_end)`` with each aggregation.
 
     Windows start at multiples of ``slide`` (unix seconds); with ``slide`` smaller than ``size`` a row
-    falls in several windows. Rows with a null time are skipped. ``slope(y)`` is the least-squares
+    falls in several windows. Rows with a null time are skipped. A window's ``__source__`` is the
+    smallest in it, followed by ``#window=<window_start>`` when windows overlap. ``slope(y)`` is the least-squares
     slope of y per second of ``time_column`` (multiply by 3600 for a slope per hour).
 
     Args:
@@ -79,4 +81,9 @@ def window_aggregate(
     exploded = batch.take(pa.array(rows)).append_column("window_start", pa.array(starts, pa.int64()))
     parsed = {name: parse_aggregation(text, implicit_x=True) for name, text in aggregations.items()}
     out = aggregate_table(exploded, [*keys, "window_start"], parsed, vars or {}, default_x=time_column)
-    return out.add_column(len(keys) + 1, "window_end", pa.compute.add(out.column("window_start"), int(size)))
+    out = out.add_column(len(keys) + 1, "window_end", pa.compute.add(out.column("window_start"), int(size)))
+    if slide_s < int(size) and SOURCE in out.column_names:
+        # Overlapping windows may share their smallest row: the window start keeps identities unique.
+        ident = pa.compute.binary_join_element_wise(out.column(SOURCE), out.column("window_start").cast(pa.string()), "#window=")
+        out = out.set_column(out.column_names.index(SOURCE), SOURCE, ident)
+    return out

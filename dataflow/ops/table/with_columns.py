@@ -5,6 +5,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.evaluate import evaluate
 from dataflow.ops.table.expr import Expr, parse
@@ -14,7 +15,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] 
     return None if columns_in is None else frozenset(columns_in) | set(params.columns)
 
 
-@op(name="table.with_columns", modality="table", inputs=(), outputs=("source",), batch_format="pyarrow", output_columns=_columns_after)
+@op(name="table.with_columns", modality="table", inputs=(), outputs=(SOURCE,), batch_format="pyarrow", output_columns=_columns_after)
 def with_columns(batch: pa.Table, *, columns: dict[str, Expr], vars: dict[str, Any] | None = None) -> pa.Table:
     """Set each named column to its SQL expression, in order: an expression may use the ones before it.
 

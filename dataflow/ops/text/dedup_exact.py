@@ -46,7 +46,7 @@ def _bucketing(params) -> Bucketing:
     batch_format="numpy",
 )
 def dedup_text_exact(batch: dict, *, lowercase: bool = False, ignore_punctuation: bool = False, column: str = "text") -> dict:
-    """Keep one row per distinct text; duplicates keep the row with the smallest ``source``.
+    """Keep one row per distinct text; duplicates keep the row with the smallest ``__source__``.
 
     Texts are compared by a 128-bit hash of their NFC form with whitespace collapsed (Data-Juicer's
     document_deduplicator, whose defaults also leave case and punctuation alone).

@@ -67,7 +67,7 @@ def dedup_text_minhash(
     """Drop near-duplicate documents (estimated Jaccard similarity of word n-grams above ``threshold``).
 
     Documents sharing any LSH band bucket are duplicates; duplicates are grouped transitively and
-    each group keeps the row with the smallest ``source`` (deterministic). On Ray this runs
+    each group keeps the row with the smallest ``__source__`` (deterministic). On Ray this runs
     distributed: signatures as a map, band buckets through a shuffle, components at the driver.
     Documents without words are never deduplicated here (``text.filter_length`` drops them).
 

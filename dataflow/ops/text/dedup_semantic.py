@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.dedup import keep_first
 
@@ -40,7 +41,7 @@ def similar_pairs(vectors: np.ndarray, threshold: float) -> tuple[np.ndarray, np
 def dedup_text_semantic(batch: dict, *, threshold: float = 0.95, column: str = "embedding") -> dict:
     """Drop rows whose embedding has cosine similarity >= ``threshold`` with another row's.
 
-    Similar rows are grouped transitively; each group keeps the row with the smallest ``source``.
+    Similar rows are grouped transitively; each group keeps the row with the smallest ``__source__``.
     Compares all pairs exactly (blocked matrix products): sized for up to ~10^5 rows per run.
     NeMo Curator's semantic dedup keeps pairs below 1 - eps with eps about 0.01-0.07, i.e.
     thresholds 0.93-0.99.
@@ -54,6 +55,6 @@ def dedup_text_semantic(batch: dict, *, threshold: float = 0.95, column: str = "
         return batch
     vectors = np.stack([np.asarray(v, dtype=np.float32) for v in batch[column]])
     a, b = similar_pairs(vectors, threshold)
-    sources = batch["source"] if "source" in batch else np.arange(n).astype(str)
+    sources = batch[SOURCE] if SOURCE in batch else np.arange(n).astype(str)
     keep = keep_first(sources, a, b)
     return {k: v[keep] for k, v in batch.items()}

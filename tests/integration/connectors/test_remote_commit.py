@@ -118,5 +118,5 @@ def test_a_resumed_run_publishes_the_shards_an_earlier_run_uploaded_without_copy
     writes = proxy.writes_of(f"{bucket}/out")
     assert {k: n for k, n in writes.items() if k[1] in keys} == {("PUT", k): 1 for k in keys}
     assert not [k for k in writes if k[0] == "COPY" and "/part-" in k[1]]
-    rows = [r for k in keys for r in pq.read_table(fs.open(k.lstrip("/"), "rb"), columns=["source"]).to_pylist()]
-    assert sorted(r["source"] for r in rows) == sorted(f"s3://{bucket}/raw/{p.name}" for p in (tmp_path / "img").iterdir())
+    rows = [r for k in keys for r in pq.read_table(fs.open(k.lstrip("/"), "rb"), columns=["__source__"]).to_pylist()]
+    assert sorted(r["__source__"] for r in rows) == sorted(f"s3://{bucket}/raw/{p.name}" for p in (tmp_path / "img").iterdir())

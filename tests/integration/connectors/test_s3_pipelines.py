@@ -212,4 +212,4 @@ def test_audio_curation_from_s3_to_s3(ray_local, s3_options, bucket, tmp_path, c
         assert (report.cache.misses, report.cache.hits, report.cache.bytes_remote) == (len(fetched), 0, sum(p.stat().st_size for p in fetched))
     rows = [r for p in _committed(fs, f"{bucket}/segments") for r in pq.read_table(fs.open(p, "rb")).to_pylist()]
     assert len(rows) == planted["segments"] and {r["sample_rate"] for r in rows} == {16000}
-    assert all(r["source"].startswith(f"s3://{bucket}/audio/speech_") for r in rows)
+    assert all(r["__source__"].startswith(f"s3://{bucket}/audio/speech_") for r in rows)

@@ -40,7 +40,7 @@ def _digest(fs: S3Storage, root: str) -> str:
     rows = []
     for entry in manifest["files"]:
         with fs.open(f"{root}/{entry['path']}", "rb") as f:
-            rows += [(r["source"], hashlib.sha1(r["bytes"]).hexdigest()) for r in pq.read_table(f, columns=["source", "bytes"]).to_pylist()]
+            rows += [(r["__source__"], hashlib.sha1(r["bytes"]).hexdigest()) for r in pq.read_table(f, columns=["__source__", "bytes"]).to_pylist()]
     return hashlib.sha1(repr(sorted(rows)).encode()).hexdigest()
 
 

@@ -79,10 +79,10 @@ def test_jsonl_and_csv_sources_runs(spark_local, tmp_path):
     spec = _spec({"uri": str(tmp_path / "t.jsonl"), "format": "jsonl"}, steps, str(sink),
                  sources={"labels": {"uri": str(tmp_path / "labels.csv"), "format": "csv"}})
     report = run_pipeline(spec, QUIET)
-    rows = sorted((r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()), key=lambda r: r["source"])
+    rows = sorted((r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()), key=lambda r: r["__source__"])
     assert rows == [
-        {"source": f"{tmp_path}/t.jsonl#line=1", "link": "a", "rx": -3.0, "label": "gold"},
-        {"source": f"{tmp_path}/t.jsonl#line=3", "link": "b", "rx": -2.5, "label": None},
+        {"__source__": f"{tmp_path}/t.jsonl#line=1", "link": "a", "rx": -3.0, "label": "gold"},
+        {"__source__": f"{tmp_path}/t.jsonl#line=3", "link": "b", "rx": -2.5, "label": None},
     ]
     errors = sorted((e["source"].rsplit("/", 1)[1], e["op"], e["error_type"]) for p in (sink / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
     assert errors == [("labels.csv#line=3", "read", "ValueError"), ("t.jsonl#line=4", "read", "JSONDecodeError"), ("t.jsonl#line=5", "read", "TypeError")]
@@ -90,7 +90,7 @@ def test_jsonl_and_csv_sources_runs(spark_local, tmp_path):
 
 
 def _rows_and_errors(sink):
-    rows = sorted((r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()), key=lambda r: r["source"])
+    rows = sorted((r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()), key=lambda r: r["__source__"])
     errors = sorted((e["source"].rsplit("/", 1)[1], e["op"], e["error_type"]) for p in (sink / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
     return rows, errors
 
@@ -160,7 +160,7 @@ def test_s3_sources_and_sink_go_through_the_connectors(spark_local, bucket):
     for entry in manifest["files"]:
         with fs.open(f"{name}/out/{entry['path']}", "rb") as f:
             rows += pq.read_table(f).to_pylist()
-    assert sorted((r["source"], r["link"], r["site"]) for r in rows) == [
+    assert sorted((r["__source__"], r["link"], r["site"]) for r in rows) == [
         (f"s3://{name}/tele/a.txt#line=1", "a", "north"), (f"s3://{name}/tele/a.txt#line=2", "5", None)]
     errors = [json.loads(line) for p in fs.find(f"{name}/out/_errors") for line in fs.cat(p).decode().splitlines()]
     assert [(e["source"], e["error_type"]) for e in errors] == [(f"s3://{name}/tele/a.txt#line=3", "JSONDecodeError")]

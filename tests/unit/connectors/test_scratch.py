@@ -17,7 +17,7 @@ def test_each_written_file_is_uploaded_whole_under_the_target(monkeypatch, tmp_p
     monkeypatch.setenv("DATAFLOW_SCRATCH_DIR", str(tmp_path / "scratch"))
     remote = fsspec.filesystem("memory")
     remote.store.clear()
-    cols = {"source": np.array(["s3://b/a.jpg", "s3://b/c.jpg"], dtype=object), "bytes": np.array([b"AA", b"CCC"], dtype=object)}
+    cols = {"__source__": np.array(["s3://b/a.jpg", "s3://b/c.jpg"], dtype=object), "bytes": np.array([b"AA", b"CCC"], dtype=object)}
     written = write_through_scratch(remote, "/sink/files-0123abcd-k", lambda lfs, path: FilesFormat.write(lfs, path, cols, {"extension": "jpg"}))
     assert sorted(w.path.rsplit("/", 1)[1].split("-", 1)[0] for w in written) == ["a", "c", "index.jsonl"]
     assert all(w.path.startswith("/sink/files-0123abcd-k/") for w in written)

@@ -23,18 +23,18 @@ def test_columns_fall_out_only_at_a_step_that_keeps_just_the_columns_it_names():
     filt = ("table.filter_rows", {"where": "link IS NOT NULL"})
     after_parse, after_filter, after_window = _needed(PARSE, filt, window)
     # Not text, not tx; the window's outputs are listed too (an over-approximation is safe).
-    assert after_parse == after_filter == {"link", "ts", "rx", "source", "window_start", "window_end", "n", "s"}
+    assert after_parse == after_filter == {"link", "ts", "rx", "__source__", "window_start", "window_end", "n", "s"}
     assert after_window is None  # the sink writes every column
 
 
 def test_every_column_is_needed_when_nothing_later_narrows_or_a_dedup_keys_on_all():
     assert _needed(PARSE, ("table.filter_rows", {"where": "rx < 0"})) == [None, None]
     dedup_all = _needed(PARSE, ("table.dedup", {}), ("table.select", {"columns": ["link"]}))
-    assert dedup_all[0] is None and dedup_all[1] == {"link", "source"}
+    assert dedup_all[0] is None and dedup_all[1] == {"link", "__source__"}
 
 
 def test_expressions_and_named_columns_keep_what_they_read():
     steps = [PARSE, ("table.with_columns", {"columns": {"db": "rx * 2", "twice": "db + tx"}}), ("table.select", {"columns": ["twice"]})]
     after_parse, after_with, _ = _needed(*steps)
-    assert after_parse == {"rx", "tx", "source", "twice"} and after_with == {"twice", "source"}
-    assert _needed(PARSE, ("table.select", {"columns": ["link", "rx"]}))[0] == {"link", "rx", "source"}
+    assert after_parse == {"rx", "tx", "__source__", "twice"} and after_with == {"twice", "__source__"}
+    assert _needed(PARSE, ("table.select", {"columns": ["link", "rx"]}))[0] == {"link", "rx", "__source__"}

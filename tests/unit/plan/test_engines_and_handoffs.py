@@ -55,7 +55,7 @@ def test_a_forced_engine_that_lacks_a_step_names_the_step_and_who_has_it():
 
 def test_column_flow_and_engine_problems_come_in_one_error():
     doc = {"engine": "spark", "source": {"uri": "/d", "format": "image"},
-           "steps": [{"op": "image.resize"}, {"op": "table.select", "params": {"columns": ["source"]}}]}
+           "steps": [{"op": "image.resize"}, {"op": "table.select", "params": {"columns": ["__source__"]}}]}
     with pytest.raises(PlanError) as info:
         validate_plan(build_plan(parse_pipeline({"name": "t", "sink": {"uri": "/o"}, **doc})), AssignEngines(True, SUPPORTS))
     assert [(i.key, i.message.split(" (")[0]) for i in info.value.issues] == [
@@ -103,5 +103,5 @@ def test_expression_columns_and_vars_are_checked_against_the_column_flow():
 
 def test_column_names_in_params_are_checked():
     doc = {"source": {"uri": "/d", "format": "text"}, "steps": [{"op": "table.dedup", "params": {"keys": ["link"]}}]}
-    with pytest.raises(PlanError, match=r"steps\[0\]: table.dedup needs column 'link'.*have: source, text"):
+    with pytest.raises(PlanError, match=r"steps\[0\]: table.dedup needs column 'link'.*have: __source__, text"):
         _plan(doc)

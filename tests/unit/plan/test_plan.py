@@ -132,5 +132,5 @@ def test_image_and_text_steps_on_the_same_rows_plan_as_one_ray_stage():
     (stage,) = [n for n in plan.nodes if isinstance(n, FusedMap)]
     assert [s.op.name for s in stage.steps] == ["image.decode", "image.resize", "text.filter_length"]
     assert plan.engine == "ray" and plan.engine_reason == "auto: image, text steps run on Ray Data"
-    with pytest.raises(PlanError, match="text.filter_length needs column 'caption'.*have: bytes, height, image, source, width"):
+    with pytest.raises(PlanError, match="text.filter_length needs column 'caption'.*have: __source__, bytes, height, image, width"):
         validate_plan(build_plan(_spec(("image.decode", {}), ("text.filter_length", {"column": "caption"}))))

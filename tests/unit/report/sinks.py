@@ -39,7 +39,7 @@ def build_committed_sink(tmp_path: pathlib.Path) -> pathlib.Path:
     (root / "_dataflow").mkdir()
     table = pa.table({
         "bytes": [encode(gradient(64, 48, seed=i), "WEBP") for i in range(3)],
-        "width": [64] * 3, "height": [48] * 3, "source": [str(p) for p in good],
+        "width": [64] * 3, "height": [48] * 3, "__source__": [str(p) for p in good],
     })
     pq.write_table(table, root / "part-0.parquet")
     inputs = sorted(str(p) for p in [*good, *tiny, bad])

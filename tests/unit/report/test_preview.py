@@ -49,7 +49,7 @@ def test_preview_reads_only_the_first_inputs(mixed_images):
     rows = _thumbs(str(mixed_images)).preview(n=4)
     assert len(rows.outcomes) == 4
     assert [o.source.rsplit("/", 1)[-1] for o in rows.outcomes] == ["bad_empty.png", "bad_text.jpg", "bad_truncated.jpg", "img_0000.jpg"]
-    assert len(rows.dropped) == 3 and rows[0]["source"].endswith("img_0000.jpg")
+    assert len(rows.dropped) == 3 and rows[0]["__source__"].endswith("img_0000.jpg")
 
 
 def test_preview_html_shows_thumbnails_and_outcomes(mixed_images):

@@ -8,7 +8,7 @@ from tests.datagen import encode, gradient
 
 
 def _batch(*blobs):
-    return {"source": np.array([f"s{i}" for i in range(len(blobs))], dtype=object), "bytes": np.array(list(blobs), dtype=object)}
+    return {"__source__": np.array([f"s{i}" for i in range(len(blobs))], dtype=object), "bytes": np.array(list(blobs), dtype=object)}
 
 
 def test_fused_steps_decode_filter_resize_and_route_bad_rows():
@@ -20,7 +20,7 @@ def test_fused_steps_decode_filter_resize_and_route_bad_rows():
         StepCall(3, "image.encode", {"format": "png"}),
     ])
     cols, errors, stats = ex(batch)
-    assert list(cols["source"]) == ["s0", "s3"]
+    assert list(cols["__source__"]) == ["s0", "s3"]
     assert [(int(w), int(h)) for w, h in zip(cols["width"], cols["height"])] == [(50, 33), (12, 50)]
     assert [e.source for e in errors] == ["s1"]
     assert errors[0].op == "image.decode" and "undecodable image" in errors[0].reason
@@ -33,20 +33,20 @@ def test_pyarrow_op_keeps_decoded_images_aligned():
     batch = _batch(encode(gradient(64, 64), "PNG"), encode(gradient(80, 64), "PNG"))
     ex = StageExecutor([StepCall(0, "image.decode", {}), StepCall(1, "table.select", {"columns": ["image", "width"]})])
     cols, _, _ = ex(batch)
-    assert set(cols) == {"image", "width", "source"}
+    assert set(cols) == {"image", "width", "__source__"}
     assert [img.shape for img in cols["image"]] == [(64, 64, 3), (64, 80, 3)]
 
 
 def test_select_drops_unlisted_decoded_columns():
     ex = StageExecutor([StepCall(0, "image.decode", {}), StepCall(1, "table.select", {"columns": ["width"]})])
     cols, _, _ = ex(_batch(encode(gradient(64, 64), "PNG")))
-    assert set(cols) == {"width", "source"}
+    assert set(cols) == {"width", "__source__"}
 
 
 def test_empty_batch_after_filter_skips_later_steps():
     ex = StageExecutor([StepCall(0, "image.decode", {}), StepCall(1, "image.filter_size", {"min_side": 1000}), StepCall(2, "image.resize", {})])
     cols, errors, stats = ex(_batch(encode(gradient(64, 64), "PNG")))
-    assert len(cols["source"]) == 0 and not errors
+    assert len(cols["__source__"]) == 0 and not errors
     assert (stats[2].rows_in, stats[2].rows_out) == (0, 0)
 
 
@@ -61,7 +61,7 @@ def test_image_and_text_ops_apply_to_the_same_rows():
     ])
     cols, errors, stats = ex(batch)
     # Each surviving row keeps its own image and its own (normalized) caption, in order.
-    assert list(cols["source"]) == ["s0", "s3"]
+    assert list(cols["__source__"]) == ["s0", "s3"]
     assert list(cols["caption"]) == ["a red ball", "a blue sky at dusk"]
     assert [img.shape for img in cols["image"]] == [(40, 60, 3), (60, 60, 3)]
     assert [e.source for e in errors] == ["s2"] and errors[0].op == "image.decode"
@@ -71,12 +71,12 @@ def test_image_and_text_ops_apply_to_the_same_rows():
 def test_values_of_the_wrong_type_are_row_errors_naming_column_and_type():
     """A list where text is expected and an int where bytes are expected: the op never sees them."""
     batch = {
-        "source": np.array(["s0", "s1", "s2"], dtype=object),
+        "__source__": np.array(["s0", "s1", "s2"], dtype=object),
         "text": np.array(["  fine  text ", ["a", "list"], "ok"], dtype=object),
         "bytes": np.array([encode(gradient(20, 10), "PNG"), encode(gradient(20, 10), "PNG"), 7], dtype=object),
     }
     cols, errors, stats = StageExecutor([StepCall(0, "text.normalize", {}), StepCall(1, "image.decode", {})])(batch)
-    assert list(cols["source"]) == ["s0"] and cols["text"][0] == "fine text"
+    assert list(cols["__source__"]) == ["s0"] and cols["text"][0] == "fine text"
     assert [(e.source, e.op, e.reason) for e in errors] == [
         ("s1", "text.normalize", "wrong input type: column 'text' holds list, expected string"),
         ("s2", "image.decode", "wrong input type: column 'bytes' holds int, expected image_bytes"),
@@ -86,14 +86,14 @@ def test_values_of_the_wrong_type_are_row_errors_naming_column_and_type():
 
 def test_image_decode_reads_hugging_face_image_structs():
     png = encode(gradient(30, 20), "PNG")
-    batch = {"source": np.array(["s0", "s1"], dtype=object), "image": np.array([{"bytes": png, "path": "a.png"}, {"bytes": None, "path": "b.png"}], dtype=object)}
+    batch = {"__source__": np.array(["s0", "s1"], dtype=object), "image": np.array([{"bytes": png, "path": "a.png"}, {"bytes": None, "path": "b.png"}], dtype=object)}
     cols, errors, _ = StageExecutor([StepCall(0, "image.decode", {"column": "image", "output": "pixels"})])(batch)
-    assert list(cols["source"]) == ["s0"] and cols["pixels"][0].shape == (20, 30, 3)
+    assert list(cols["__source__"]) == ["s0"] and cols["pixels"][0].shape == (20, 30, 3)
     assert errors[0].source == "s1" and "Hugging Face Image without bytes (path='b.png')" in errors[0].reason
 
 
 def test_the_same_op_twice_in_one_stage_keeps_each_steps_params():
-    batch = {"source": np.array(["s0", "s1", "s2"], dtype=object), "n": np.array([1, 5, 9])}
+    batch = {"__source__": np.array(["s0", "s1", "s2"], dtype=object), "n": np.array([1, 5, 9])}
     ex = StageExecutor([
         StepCall(0, "table.with_columns", {"columns": {"x": "n * 2"}}),
         StepCall(1, "table.with_columns", {"columns": {"y": "x + 1"}}),
@@ -102,11 +102,11 @@ def test_the_same_op_twice_in_one_stage_keeps_each_steps_params():
     ])
     cols, errors, stats = ex(batch)
     assert not errors
-    assert list(cols["source"]) == ["s1"] and list(cols["x"]) == [10] and list(cols["y"]) == [11]
+    assert list(cols["__source__"]) == ["s1"] and list(cols["x"]) == [10] and list(cols["y"]) == [11]
     assert [(stats[i].rows_in, stats[i].rows_out, sum(stats[i].drops.values())) for i in range(4)] == [(3, 3, 0), (3, 3, 0), (3, 2, 1), (2, 1, 1)]
 
 
 def test_a_dedup_counts_the_rows_it_leaves_out_as_dropped():
-    batch = {"source": np.array(["s0", "s1", "s2"], dtype=object), "k": np.array([1, 1, 2])}
+    batch = {"__source__": np.array(["s0", "s1", "s2"], dtype=object), "k": np.array([1, 1, 2])}
     _, _, stats = StageExecutor([StepCall(0, "table.dedup", {"keys": ["k"]})])(batch)
     assert (stats[0].rows_in, stats[0].rows_out, dict(stats[0].drops)) == (3, 2, {"table.dedup": 1})

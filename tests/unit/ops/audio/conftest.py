@@ -16,7 +16,7 @@ def audio_batch(*clips: tuple[np.ndarray, int]) -> dict:
         "audio": col,
         "sample_rate": np.array([r for _, r in clips], dtype=np.int64),
         "duration": np.array([s.shape[0] / r for s, r in clips]),
-        "source": np.array([f"mem://clip{i}" for i in range(len(clips))], dtype=object),
+        "__source__": np.array([f"mem://clip{i}" for i in range(len(clips))], dtype=object),
     }
 
 

@@ -12,7 +12,7 @@ from examples.generate_audio import encode, speech_clip
 
 
 def _row(bursts: int, rate: int = 16000, seed: int = 0) -> dict:
-    row = decode_audio({"bytes": encode(speech_clip(bursts, rate, seed), rate, "FLAC"), "source": "s3://b/clip.flac"})
+    row = decode_audio({"bytes": encode(speech_clip(bursts, rate, seed), rate, "FLAC"), "__source__": "s3://b/clip.flac"})
     return row
 
 
@@ -23,7 +23,7 @@ def test_energy_vad_finds_each_burst(bursts):
     starts = [s["start"] for s in segments]
     assert starts == sorted(starts) and 0.3 < starts[0] < 0.6  # the clip opens with 0.5 s of silence
     for k, s in enumerate(segments):
-        assert s["segment"] == k and s["source"] == f"s3://b/clip.flac#t={s['start']:.3f},{s['end']:.3f}"
+        assert s["segment"] == k and s["__source__"] == f"s3://b/clip.flac#t={s['start']:.3f},{s['end']:.3f}"
         assert s["audio"].shape[1] == 2 and abs(s["duration"] - (s["end"] - s["start"])) < 0.01
 
 
@@ -36,19 +36,19 @@ def test_long_speech_is_split_evenly_and_short_dropped():
 
 
 def test_silence_yields_no_segments():
-    row = {"audio": np.zeros((16000, 1), np.float32), "sample_rate": 16000, "source": "x"}
+    row = {"audio": np.zeros((16000, 1), np.float32), "sample_rate": 16000, "__source__": "x"}
     assert segment_audio_vad(row) == []
 
 
 def test_bad_array_is_a_row_error():
     with pytest.raises(RowError):
-        segment_audio_vad({"audio": np.zeros((0, 1), np.float32), "sample_rate": 16000, "source": "x"})
+        segment_audio_vad({"audio": np.zeros((0, 1), np.float32), "sample_rate": 16000, "__source__": "x"})
 
 
 def test_silero_method_runs_offline_on_44k_input():
     pytest.importorskip("silero_vad")
     pytest.importorskip("soxr")
-    noise = {"audio": np.random.default_rng(0).normal(0, 1e-4, (44100 * 2, 1)).astype(np.float32), "sample_rate": 44100, "source": "x"}
+    noise = {"audio": np.random.default_rng(0).normal(0, 1e-4, (44100 * 2, 1)).astype(np.float32), "sample_rate": 44100, "__source__": "x"}
     assert segment_audio_vad(noise, method="silero") == []
     segments = segment_audio_vad(_row(2, rate=44100), method="silero")
     # synthetic harmonics are not speech to Silero; whatever it finds must lie inside the clip

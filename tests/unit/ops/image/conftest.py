@@ -21,7 +21,7 @@ def batch_of(*images: np.ndarray, column: str = "image") -> dict:
     col = np.empty(len(images), dtype=object)
     for i, p in enumerate(images):
         col[i] = p
-    return {column: col, "source": np.array([f"mem://img{i}" for i in range(len(images))], dtype=object)}
+    return {column: col, "__source__": np.array([f"mem://img{i}" for i in range(len(images))], dtype=object)}
 
 
 @pytest.fixture(scope="session")

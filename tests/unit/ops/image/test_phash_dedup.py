@@ -55,16 +55,16 @@ def test_dedup_keeps_the_smallest_source_of_each_near_duplicate_group():
     a, b = picture(200, 150, seed=11), picture(200, 150, seed=12)
     images = [_jpeg(a), b, _jpeg(a, quality=50, scale=0.8), _jpeg(b, quality=70)]
     batch = phash_image(batch_of(*images))
-    batch["source"] = np.array(["z.jpg", "b.jpg", "a.jpg", "c.jpg"], dtype=object)
+    batch["__source__"] = np.array(["z.jpg", "b.jpg", "a.jpg", "c.jpg"], dtype=object)
     out = dedup_image_phash(batch, max_distance=6)
-    assert sorted(out["source"]) == ["a.jpg", "b.jpg"]
+    assert sorted(out["__source__"]) == ["a.jpg", "b.jpg"]
 
 
 def test_dedup_is_transitive_and_exact_at_the_distance_bound():
     h = np.array([0, 0b111, 0b111111, -1], dtype=np.int64)  # a chain 0 -> 7 -> 63, 3 bits per step; -1 is 58+ bits away
-    batch = {"phash": h, "source": np.array(["a", "b", "c", "d"], dtype=object)}
-    assert list(dedup_image_phash(batch, max_distance=3)["source"]) == ["a", "d"]
-    assert list(dedup_image_phash(batch, max_distance=2)["source"]) == ["a", "b", "c", "d"]
+    batch = {"phash": h, "__source__": np.array(["a", "b", "c", "d"], dtype=object)}
+    assert list(dedup_image_phash(batch, max_distance=3)["__source__"]) == ["a", "d"]
+    assert list(dedup_image_phash(batch, max_distance=2)["__source__"]) == ["a", "b", "c", "d"]
 
 
 def test_chunks_cover_all_64_bits():
@@ -75,7 +75,7 @@ def test_chunks_cover_all_64_bits():
 
 def test_max_distance_out_of_range_is_refused():
     with pytest.raises(ValueError, match="0..31"):
-        dedup_image_phash({"phash": np.zeros(2, np.int64), "source": np.array(["a", "b"], dtype=object)}, max_distance=40)
+        dedup_image_phash({"phash": np.zeros(2, np.int64), "__source__": np.array(["a", "b"], dtype=object)}, max_distance=40)
 
 
 def test_phash_of_decoded_png_jpeg_and_grey_jpeg_of_one_picture_agree(formats):

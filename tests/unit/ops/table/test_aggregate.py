@@ -8,7 +8,7 @@ import pytest
 from dataflow.ops.table.aggregate import aggregate_rows
 
 T = pa.table({
-    "source": ["s3", "s1", "s2", "s4"], "link": ["a", "a", "a", None],
+    "__source__": ["s3", "s1", "s2", "s4"], "link": ["a", "a", "a", None],
     "ts": [0, 1800, 3600, 0], "rx": [-3.0, -3.5, -4.0, None], "crc": [1, None, 2, 5],
 })
 
@@ -17,14 +17,14 @@ def test_groups_with_null_keys_and_sql_null_rules():
     out = aggregate_rows(T, keys=["link"], aggregations={
         "n": "count(*)", "k": "count(crc)", "s": "sum(crc)", "mu": "mean(rx)", "sd": "stddev(rx)", "sl": "slope(rx, ts)", "hi": "max(rx)"})
     rows = {r["link"]: r for r in out.to_pylist()}
-    assert out.column_names == ["link", "n", "k", "s", "mu", "sd", "sl", "hi", "source"]
-    assert rows["a"] == {"link": "a", "n": 3, "k": 2, "s": 3, "mu": -3.5, "sd": 0.5, "sl": pytest.approx(-0.5 / 1800), "hi": -3.0, "source": "s1"}
-    assert rows[None] == {"link": None, "n": 1, "k": 1, "s": 5, "mu": None, "sd": None, "sl": None, "hi": None, "source": "s4"}
+    assert out.column_names == ["link", "n", "k", "s", "mu", "sd", "sl", "hi", "__source__"]
+    assert rows["a"] == {"link": "a", "n": 3, "k": 2, "s": 3, "mu": -3.5, "sd": 0.5, "sl": pytest.approx(-0.5 / 1800), "hi": -3.0, "__source__": "s1"}
+    assert rows[None] == {"link": None, "n": 1, "k": 1, "s": 5, "mu": None, "sd": None, "sl": None, "hi": None, "__source__": "s4"}
 
 
 def test_no_keys_is_one_row_even_over_no_rows():
-    assert aggregate_rows(T, aggregations={"n": "count(*)", "s": "sum(crc * 2)"}).to_pylist() == [{"n": 4, "s": 16, "source": "s1"}]
-    assert aggregate_rows(T.slice(0, 0), aggregations={"n": "count(*)", "m": "max(rx)"}).to_pylist() == [{"n": 0, "m": None, "source": None}]
+    assert aggregate_rows(T, aggregations={"n": "count(*)", "s": "sum(crc * 2)"}).to_pylist() == [{"n": 4, "s": 16, "__source__": "s1"}]
+    assert aggregate_rows(T.slice(0, 0), aggregations={"n": "count(*)", "m": "max(rx)"}).to_pylist() == [{"n": 0, "m": None, "__source__": None}]
 
 
 def test_slope_without_x_and_non_aggregates_are_rejected():

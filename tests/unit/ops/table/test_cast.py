@@ -20,7 +20,7 @@ def test_casts_trim_strings_and_keep_nulls():
 def test_a_failed_cast_is_a_row_error_and_the_stage_isolates_the_row():
     with pytest.raises(RowError, match="column 'a': value is not a valid long"):
         cast_columns(pa.table({"a": ["1", "x"]}), columns={"a": "long"})
-    rows = [{"source": f"r{i}", "a": v} for i, v in enumerate(["1", "x", "3"])]
+    rows = [{"__source__": f"r{i}", "a": v} for i, v in enumerate(["1", "x", "3"])]
     cols, errors, _ = StageExecutor([StepCall(0, "table.cast", {"columns": {"a": "long"}})])(from_rows(rows))
     assert cols["a"].tolist() == [1, 3] and [e.source for e in errors] == ["r1"]
 

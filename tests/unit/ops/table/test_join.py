@@ -8,8 +8,8 @@ import pytest
 from dataflow.ops.table.join import join_tables
 from dataflow.ops.table.named import bind_tables
 
-LEFT = pa.table({"source": ["l1", "l2", "l3"], "link": ["a", "b", None], "rx": [1.0, 2.0, 3.0]})
-RIGHT = pa.table({"source": ["r1", "r2"], "link": ["a", None], "rx": ["x", "y"], "label": ["gold", "none"]})
+LEFT = pa.table({"__source__": ["l1", "l2", "l3"], "link": ["a", "b", None], "rx": [1.0, 2.0, 3.0]})
+RIGHT = pa.table({"__source__": ["r1", "r2"], "link": ["a", None], "rx": ["x", "y"], "label": ["gold", "none"]})
 
 
 @pytest.mark.parametrize(
@@ -20,10 +20,10 @@ RIGHT = pa.table({"source": ["r1", "r2"], "link": ["a", None], "rx": ["x", "y"],
 def test_join_types_and_null_keys(how, sources, labels):
     with bind_tables(labels=RIGHT):
         out = join_tables(LEFT, right="labels", keys=["link"], how=how)
-    rows = sorted(out.to_pylist(), key=lambda r: r["source"])
-    assert [r["source"] for r in rows] == sources
+    rows = sorted(out.to_pylist(), key=lambda r: r["__source__"])
+    assert [r["__source__"] for r in rows] == sources
     if labels is not None:
-        assert out.column_names == ["source", "link", "rx", "rx_right", "label"]
+        assert out.column_names == ["__source__", "link", "rx", "rx_right", "label"]
         assert [r["label"] for r in rows] == labels
     else:
         assert out.column_names == LEFT.column_names
@@ -37,3 +37,12 @@ def test_an_unbound_table_names_the_ones_that_are():
 def test_how_is_checked():
     with pytest.raises(pydantic.ValidationError, match="'inner', 'left', 'right', 'full', 'semi' or 'anti'"):
         join_tables.params(right="labels", keys=["link"], how="outer")
+
+
+def test_a_left_row_matched_several_times_gets_unique_identities():
+    right = pa.table({"__source__": ["r2", "r1", "r3"], "link": ["a", "a", "z"], "label": ["two", "one", "lone"]})
+    with bind_tables(labels=right):
+        out = join_tables(LEFT, right="labels", keys=["link"], how="full")
+    rows = sorted((r["__source__"], r["label"]) for r in out.to_pylist())
+    # Matches ranked by the right row's identity; an unmatched right row keeps its own.
+    assert rows == [("l1#match=1", "one"), ("l1#match=2", "two"), ("l2", None), ("l3", None), ("r3", "lone")]

@@ -13,7 +13,7 @@ FIELDS = {"ts": "long", "link": "string", "rx": "double", "up": "boolean", "meta
 
 
 def test_fields_are_converted_like_spark_and_missing_ones_are_null():
-    row = {"source": "f#line=1", "text": '{"ts": 5, "link": 7, "rx": -3, "up": true, "meta": {"a": [1, 2]}, "extra": 1}'}
+    row = {"__source__": "f#line=1", "text": '{"ts": 5, "link": 7, "rx": -3, "up": true, "meta": {"a": [1, 2]}, "extra": 1}'}
     out = parse_json(row, fields=FIELDS)
     assert out == {**row, "ts": 5, "link": "7", "rx": -3.0, "up": True, "meta": '{"a":[1,2]}'}
     assert parse_json({"text": "{}"}, fields={"ts": "long"})["ts"] is None
@@ -38,7 +38,7 @@ def test_bad_rows_raise_row_errors(text, reason, error_type):
 
 
 def test_bad_rows_go_to_the_error_records_of_a_stage():
-    rows = [{"source": f"f#line={i}", "text": t} for i, t in enumerate(['{"ts": 1}', "oops", '{"ts": 2}'])]
+    rows = [{"__source__": f"f#line={i}", "text": t} for i, t in enumerate(['{"ts": 1}', "oops", '{"ts": 2}'])]
     cols, errors, stats = StageExecutor([StepCall(0, "table.parse_json", {"fields": {"ts": "long"}})])(from_rows(rows))
     assert cols["ts"].tolist() == [1, 2]
     assert [(e.source, e.error_type) for e in errors] == [("f#line=1", "JSONDecodeError")]

@@ -15,7 +15,7 @@ def jsonl_batch(texts: list[str | None], uri: str = "mem://docs.jsonl") -> dict:
     rows = list(read_jsonl(uri, data, {}))
     return {
         "text": np.array([r["text"] for r in rows], dtype=object),
-        "source": np.array([r["source"] for r in rows], dtype=object),
+        "__source__": np.array([r["__source__"] for r in rows], dtype=object),
     }
 
 

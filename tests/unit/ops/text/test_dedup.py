@@ -16,7 +16,7 @@ from tests.unit.ops.text.conftest import jsonl_batch
 
 
 def _batch(texts, sources=None):
-    return {"text": np.array(texts, dtype=object), "source": np.array(sources or [f"s{i:03d}" for i in range(len(texts))], dtype=object)}
+    return {"text": np.array(texts, dtype=object), "__source__": np.array(sources or [f"s{i:03d}" for i in range(len(texts))], dtype=object)}
 
 
 def _docs(n, seed=0, words=200):
@@ -27,8 +27,8 @@ def _docs(n, seed=0, words=200):
 def test_exact_dedup_normalises_whitespace_and_keeps_the_smallest_source():
     docs = _docs(3)
     batch = _batch([docs[0], "  " + docs[0].replace(" ", "   ") + "\n", docs[1], docs[0].upper(), docs[2]], ["e", "a", "b", "c", "d"])
-    assert list(dedup_text_exact(batch)["source"]) == ["a", "b", "c", "d"]
-    assert list(dedup_text_exact(batch, lowercase=True)["source"]) == ["a", "b", "d"]
+    assert list(dedup_text_exact(batch)["__source__"]) == ["a", "b", "c", "d"]
+    assert list(dedup_text_exact(batch, lowercase=True)["__source__"]) == ["a", "b", "d"]
 
 
 def test_minhash_removes_one_word_edits_not_distinct_documents():
@@ -41,7 +41,7 @@ def test_minhash_removes_one_word_edits_not_distinct_documents():
     batch = _batch(docs + near)
     out = dedup_text_minhash(batch)
     assert len(out["text"]) == 30
-    assert list(out["source"]) == [f"s{i:03d}" for i in range(30)]  # originals have the smaller sources
+    assert list(out["__source__"]) == [f"s{i:03d}" for i in range(30)]  # originals have the smaller sources
 
 
 def test_minhash_result_does_not_depend_on_row_order():
@@ -50,7 +50,7 @@ def test_minhash_result_does_not_depend_on_row_order():
     batch = _batch(texts)
     order = np.random.default_rng(0).permutation(len(texts))
     shuffled = {k: v[order] for k, v in batch.items()}
-    assert sorted(dedup_text_minhash(batch)["source"]) == sorted(dedup_text_minhash(shuffled)["source"])
+    assert sorted(dedup_text_minhash(batch)["__source__"]) == sorted(dedup_text_minhash(shuffled)["__source__"])
 
 
 def test_minhash_backends_give_identical_signatures():
@@ -95,22 +95,22 @@ def test_semantic_dedup_on_real_embeddings(embedder):
     batch = embedder(_batch(texts))
     vectors = np.stack(batch["embedding"])
     assert vectors.shape == (4, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
-    assert list(dedup_text_semantic(batch, threshold=0.98)["source"]) == ["s000", "s001", "s002"]  # the lower-case copy
-    assert list(dedup_text_semantic(batch, threshold=0.9)["source"]) == ["s000", "s002"]  # the paraphrase too
+    assert list(dedup_text_semantic(batch, threshold=0.98)["__source__"]) == ["s000", "s001", "s002"]  # the lower-case copy
+    assert list(dedup_text_semantic(batch, threshold=0.9)["__source__"]) == ["s000", "s002"]  # the paraphrase too
 
 
 def test_exact_dedup_on_jsonl_compares_the_nfc_form():
     composed, decomposed = "Un café très naïf.", "Un cafe\u0301 tre\u0300s nai\u0308f."
     batch = jsonl_batch([decomposed, "Un café très naïf!", composed, "UN CAFÉ TRÈS NAÏF."])
-    assert list(dedup_text_exact(batch)["source"]) == ["mem://docs.jsonl#line=1", "mem://docs.jsonl#line=2", "mem://docs.jsonl#line=4"]
-    assert list(dedup_text_exact(batch, lowercase=True, ignore_punctuation=True)["source"]) == ["mem://docs.jsonl#line=1"]
+    assert list(dedup_text_exact(batch)["__source__"]) == ["mem://docs.jsonl#line=1", "mem://docs.jsonl#line=2", "mem://docs.jsonl#line=4"]
+    assert list(dedup_text_exact(batch, lowercase=True, ignore_punctuation=True)["__source__"]) == ["mem://docs.jsonl#line=1"]
     with pytest.raises(Exception, match="lowercase"):
         dedup_text_exact.params(lowercase="sometimes")
 
 
 def test_semantic_dedup_on_jsonl_texts_and_a_bad_threshold(embedder):
     batch = embedder(jsonl_batch(["Ein Hund läuft im Park.", "A dog runs in the park.", "A dog is running in the park.", "Quarterly revenue grew by 8%."]))
-    kept = dedup_text_semantic(batch, threshold=0.9)["source"]
+    kept = dedup_text_semantic(batch, threshold=0.9)["__source__"]
     assert list(kept) == ["mem://docs.jsonl#line=1", "mem://docs.jsonl#line=2", "mem://docs.jsonl#line=4"]
     with pytest.raises(Exception, match="threshold"):
         dedup_text_semantic.params(threshold="close")

@@ -15,7 +15,7 @@ def test_embeds_each_text_as_a_unit_vector_that_tracks_meaning(embedder):
     assert v.shape == (4, 384) and v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2  # the paraphrase is nearer than the German cat
-    assert list(out["source"]) == list(batch["source"])
+    assert list(out["__source__"]) == list(batch["__source__"])
 
 
 def test_batches_give_the_same_vectors(embedder):

@@ -20,11 +20,11 @@ def test_detect_language_labels_and_filters():
     from dataflow.ops.text.detect_language import detect_text_language
 
     texts = np.array(_texts(), dtype=object)
-    out = detect_text_language({"text": texts.copy(), "source": np.arange(5).astype(str).astype(object)})
+    out = detect_text_language({"text": texts.copy(), "__source__": np.arange(5).astype(str).astype(object)})
     assert list(out["language"]) == ["en", "de", "fr", "es", ""]
     assert (out["language_score"][:4] > 0.9).all() and out["language_score"][4] == 0.0
-    kept = detect_text_language({"text": texts.copy(), "source": np.arange(5).astype(str).astype(object)}, languages=["en", "fr"], min_score=0.5)
-    assert list(kept["source"]) == ["0", "2"] and list(kept["language"]) == ["en", "fr"]
+    kept = detect_text_language({"text": texts.copy(), "__source__": np.arange(5).astype(str).astype(object)}, languages=["en", "fr"], min_score=0.5)
+    assert list(kept["__source__"]) == ["0", "2"] and list(kept["language"]) == ["en", "fr"]
 
 
 def test_detect_language_rejects_a_bad_param():
