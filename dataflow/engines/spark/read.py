@@ -30,6 +30,7 @@ _SAMPLE_FILES = 8
 _SAMPLE_LINES = 1000
 _GLOB_CHARS = "\\[]{}*?"
 UNDECODABLE = "__df_undecodable"
+JSON_LINE = "__df_json_line"
 _UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
 
@@ -212,10 +213,12 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     declared = read.source.options.get("schema")
     fields = dict(declared) if declared else infer_json_fields(sample_lines(files, storage))
     lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
-    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": "text"}, path="read", kind="map")
+    # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
+    lines = lines.withColumnRenamed("text", JSON_LINE)
+    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": JSON_LINE}, path="read", kind="map")
     undecodable = _undecodable(lines)
     fused = undecodable.then(LOWERINGS["table.parse_json"](undecodable.rows(), step, {}))
-    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, "text"))
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
