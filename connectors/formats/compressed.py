@@ -1,8 +1,8 @@
-"""Compressed line files (``.gz``, ``.bz2``, ``.xz``, ``.zst``): the codec a name implies, and a streaming reader.
+"""Line files as streams: the codec a name implies (``.gz``, ``.bz2``, ``.xz``, ``.zst``), and a buffered reader.
 
 The codec comes from the file name through fsspec's inference (``fsspec.utils.infer_compression``),
-so ``part-0.jsonl.gz`` is a gzip stream of a ``jsonl`` file. Files are decompressed as they are
-read, never whole into memory. A stream that ends early or holds damaged data raises
+so ``part-0.jsonl.gz`` is a gzip stream of a ``jsonl`` file. Files (compressed or not) are read
+in 64 kB blocks and decompressed as they are read, never whole into memory. A stream that ends early or holds damaged data raises
 :class:`DamagedFile` from the read that meets it: the lines before it are already read.
 """
 from __future__ import annotations
@@ -110,6 +110,21 @@ class _Zstd(io.RawIOBase):
         return n
 
 
+class _Plain(io.RawIOBase):
+    """An open file read in large sequential blocks (fsspec's own ``readline`` reads 100 bytes, then seeks back)."""
+
+    def __init__(self, raw: BinaryIO):
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._raw.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def _open_codec(raw: BinaryIO, codec: str):
     if codec == "zstd":
         try:
@@ -124,13 +139,11 @@ def _open_codec(raw: BinaryIO, codec: str):
 
 @contextmanager
 def decompressed(raw: BinaryIO, path: str) -> Iterator[BinaryIO]:
-    """Yield the file's content as a buffered binary stream: ``raw`` itself when ``path`` is not compressed.
+    """Yield the file's content as a buffered binary stream, decompressed when ``path`` names a codec.
 
     ``raw`` stays open (the caller owns it); reads of a damaged stream raise :class:`DamagedFile`.
     """
     codec = codec_of(path)
-    if codec is None:
-        yield raw
-        return
-    with io.BufferedReader(_Checked(_open_codec(raw, codec), codec), _BUFFER) as f:
+    inner = _Checked(_open_codec(raw, codec), codec) if codec else _Plain(raw)
+    with io.BufferedReader(inner, _BUFFER) as f:
         yield f
