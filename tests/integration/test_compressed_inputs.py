@@ -92,6 +92,7 @@ def test_compressed_files_read_exactly_as_their_plain_twin(engine: str, fmt: str
     assert report.skipped == {".md": 1, ".rst": 1}
     assert json.loads((sink / "_dataflow" / "report.json").read_text())["skipped"] == {".md": 1, ".rst": 1}
     assert "skipped       1 file with extension .md, 1 file with extension .rst" in render_summary(report)
+    assert "skipped by extension: 1 with extension .md, 1 with extension .rst" in (sink / "_dataflow" / "report.html").read_text()
 
 
 @pytest.mark.parametrize("codec", ["gz", "zst"], ids=["gz", "zst"])
