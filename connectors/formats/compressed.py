@@ -1,9 +1,10 @@
 """Line files as streams: the codec a name implies (``.gz``, ``.bz2``, ``.xz``, ``.zst``), and a buffered reader.
 
 The codec comes from the file name through fsspec's inference (``fsspec.utils.infer_compression``),
-so ``part-0.jsonl.gz`` is a gzip stream of a ``jsonl`` file. Files (compressed or not) are read
-in 64 kB blocks and decompressed as they are read, never whole into memory. A stream that ends early or holds damaged data raises
-:class:`DamagedFile` from the read that meets it: the lines before it are already read.
+so ``part-0.jsonl.gz`` is a gzip stream of a ``jsonl`` file (fsspec infers ``.zst`` because the
+``zstandard`` dependency is installed). Files, compressed or not, are read in 64 kB blocks and
+decompressed as they are read, never whole into memory. A stream that ends early or holds damaged
+data raises :class:`DamagedFile` from the read that meets it: the lines before it are already read.
 """
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import posixpath
 import zlib
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
-
-from dataflow.errors import ConnectorError
 
 __all__ = ["CODECS", "DamagedFile", "codec_of", "decompressed", "inner_name"]
 
@@ -41,14 +40,9 @@ def inner_name(path: str) -> str:
 
 
 def _damage_errors() -> tuple[type[BaseException], ...]:
-    found: list[type[BaseException]] = [EOFError, OSError, ValueError, zlib.error, lzma.LZMAError]
-    try:
-        import zstandard
+    import zstandard
 
-        found.append(zstandard.ZstdError)
-    except ImportError:
-        pass
-    return tuple(found)
+    return (EOFError, OSError, ValueError, zlib.error, lzma.LZMAError, zstandard.ZstdError)
 
 
 class _Checked(io.RawIOBase):
@@ -127,10 +121,6 @@ class _Plain(io.RawIOBase):
 
 def _open_codec(raw: BinaryIO, codec: str):
     if codec == "zstd":
-        try:
-            import zstandard  # noqa: F401
-        except ImportError as exc:  # a hard dependency; this names it when an install lacks it
-            raise ConnectorError("reading .zst files needs the 'zstandard' package (pip install zstandard)") from exc
         return _Zstd(raw)
     from fsspec.compression import compr
 
