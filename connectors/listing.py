@@ -4,11 +4,16 @@ from __future__ import annotations
 import fnmatch
 import json
 import posixpath
-from typing import Any
+from collections import Counter
+from typing import Any, NamedTuple
 
+from connectors.formats.compressed import codec_of, inner_name
 from dataflow.errors import ConnectorError
 
-__all__ = ["DEFAULT_EXTENSIONS", "list_entries", "list_files", "to_uri"]
+__all__ = ["DEFAULT_EXTENSIONS", "LINE_FORMATS", "Listing", "list_entries", "list_files", "list_source", "to_uri"]
+
+# Formats whose files may be compressed (.gz, .bz2, .xz, .zst): listed by the extension inside.
+LINE_FORMATS = frozenset({"csv", "jsonl", "text"})
 
 DEFAULT_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "audio": ("aif", "aiff", "flac", "mp3", "ogg", "opus", "wav"),
@@ -88,8 +93,37 @@ def _listed(rel: str, published: set[str]) -> bool:
     return rel in published or any(rel.startswith(f"{entry}/") for entry in published)
 
 
+class Listing(NamedTuple):
+    """The files a source reads, and the files its extension filter left out."""
+
+    entries: list[tuple[str, dict[str, Any]]]  # (uri, listing entry), sorted by URI
+    skipped: dict[str, int]  # extension (".txt", ".txt.gz"; "" for none) -> files left out for it
+
+
+def _extension(path: str, fmt: str) -> str:
+    """The extension a file is listed by: the one inside a compressed line file (``a.jsonl.gz`` -> ``jsonl``)."""
+    name = inner_name(path) if fmt in LINE_FORMATS else posixpath.basename(path)
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+def _full_extension(path: str) -> str:
+    """The extension a skipped file is reported by, with its compression suffix: ``.txt``, ``.txt.gz``."""
+    name = posixpath.basename(path)
+    inner = inner_name(name)
+    ext = f".{inner.rsplit('.', 1)[-1]}" if "." in inner else ""
+    return (ext + name[len(inner):]).lower() if codec_of(name) else ext.lower()
+
+
 def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Return ``(uri, info)`` of each file a source reads, sorted by URI; ``info`` is the listing entry.
+    """Return ``(uri, info)`` of each file a source reads (see :func:`list_source`)."""
+    return list_source(fs, uri, path, fmt, options).entries
+
+
+def list_source(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> Listing:
+    """Return ``(uri, info)`` of each file a source reads, sorted by URI, and the files skipped by extension.
+
+    Line formats (text, jsonl, csv) match the extension inside a compressed file's name
+    (``part-0.jsonl.gz`` is a jsonl file); hidden files (``.x``, ``_x``) are not counted as skipped.
 
     Args:
         fs: The filesystem of ``uri``.
@@ -113,12 +147,14 @@ def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> 
     found = _candidates(fs, uri, path, options.get("recursive", True))
     if found is None:
         if ignore_missing:
-            return []
+            return Listing([], {})
         raise ConnectorError(f"source '{uri}' does not exist (set source.options.ignore_missing: true to read it as empty)")
     entries, root = found
     paths = sorted(entries)
+    skipped: Counter[str] = Counter()
     if exts:
-        paths = [p for p in paths if p.rsplit(".", 1)[-1].lower() in exts and "." in posixpath.basename(p)]
+        skipped.update(_full_extension(p) for p in paths if _extension(p, fmt) not in exts)
+        paths = [p for p in paths if _extension(p, fmt) in exts]
     rel = lambda p: posixpath.relpath(p, root) if root else p  # noqa: E731
     if options.get("include"):
         paths = [p for p in paths if any(fnmatch.fnmatch(rel(p), pat) for pat in options["include"])]
@@ -131,8 +167,9 @@ def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> 
     if not paths and not ignore_missing:
         wanted = f" with extension {', '.join(exts)}" if exts else ""
         sizes = " within source.options.min_size/max_size" if (min_size is not None or max_size is not None) else ""
-        raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter)")
-    return sorted((to_uri(fs, p, uri), entries[p]) for p in paths)
+        left = "; skipped: " + ", ".join(f"{n} with extension {e or '(none)'}" for e, n in sorted(skipped.items())) if skipped else ""
+        raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter{left})")
+    return Listing(sorted((to_uri(fs, p, uri), entries[p]) for p in paths), dict(sorted(skipped.items())))
 
 
 def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[str]:

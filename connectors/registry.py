@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 import os
 import posixpath
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Iterator
 from urllib.parse import urlsplit
 
 from dataflow.errors import ConnectorError
@@ -20,7 +21,9 @@ __all__ = [
     "cache_counters",
     "cache_store",
     "check_cache",
+    "compression_of",
     "count_bytes_read",
+    "decompressed",
     "filesystem",
     "format_connector",
     "io_counters",
@@ -28,6 +31,8 @@ __all__ = [
     "join_under",
     "line_reader",
     "list_files",
+    "list_source",
+    "open_lines",
     "parse_size",
     "parquet_parts",
     "parquet_schema",
@@ -255,6 +260,14 @@ def list_files(uri: str, fmt: str, options: dict[str, Any], storage_options: dic
     return _list(filesystem(uri, storage_options), uri, strip_scheme(uri), fmt, options)
 
 
+def list_source(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None = None) -> tuple[list[str], dict[str, int]]:
+    """Return a source's sorted input URIs and the files its extension filter skipped (extension -> count)."""
+    from connectors.listing import list_source as _list
+
+    entries, skipped = _list(filesystem(uri, storage_options), uri, strip_scheme(uri), fmt, options)
+    return [u for u, _ in entries], skipped
+
+
 def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None) -> list[tuple[int, int, int]]:
     """Return the row groups of a Parquet file as ``(row_group, first_row, num_rows)`` (reads the footer only)."""
     from connectors.formats.parquet import row_groups
@@ -283,6 +296,30 @@ def line_reader(fmt: str):
     from connectors.formats import lines
 
     return {"text": lines.read_text, "jsonl": lines.read_jsonl, "csv": lines.read_csv}[fmt]
+
+
+def compression_of(uri: str) -> str | None:
+    """The codec a line file's name implies (``gzip``, ``bz2``, ``xz``, ``zstd``), or None (fsspec's inference)."""
+    from connectors.formats.compressed import codec_of
+
+    return codec_of(uri)
+
+
+def decompressed(raw, path: str):
+    """Context manager: the content of an open line file, decompressed when its name says so (``.gz``, ``.zst``, ...).
+
+    See ``connectors.formats.compressed``: reads of a damaged stream raise its ``DamagedFile``.
+    """
+    from connectors.formats.compressed import decompressed as _decompressed
+
+    return _decompressed(raw, path)
+
+
+@contextmanager
+def open_lines(uri: str, storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None) -> Iterator[BinaryIO]:
+    """Open a line file for streaming reads, decompressed when its name says so."""
+    with filesystem(uri, storage_options, cache).open(strip_scheme(uri), "rb") as raw, decompressed(raw, uri) as f:
+        yield f
 
 
 def webdataset_reader():

@@ -288,7 +288,7 @@ def run_pipeline(
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, list_files, parquet_schema, scheme_of, strip_scheme
+    from connectors.registry import filesystem, list_source, parquet_schema, scheme_of, strip_scheme
     from dataflow.plan.input_types import check_input_types
 
     logical, optimized, engine, job = compile_pipeline(spec)
@@ -302,7 +302,7 @@ def run_pipeline(
     if shard is None:  # shard runs may run side by side (an Indexed Job): each keeps to its own tmp
         sweep_tmp(fs, layout)
     start = time.monotonic()
-    inputs = list_files(source.uri, source.format, source.options, storage)
+    inputs, skipped = list_source(source.uri, source.format, source.options, storage)
     if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, parquet_schema(inputs[0], storage))
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
@@ -316,6 +316,7 @@ def run_pipeline(
         "pipeline_hash": pipeline_hash(spec),
         "input_fingerprint": input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
         "shards": len(shards),
+        "skipped": skipped,  # files the extension filter left out, for the report
         # Storage options may hold credentials: they are never written (commit reads them from env).
         "pipeline": spec.model_dump(mode="json", exclude={"storage"}),
     }
@@ -335,7 +336,9 @@ def run_pipeline(
         _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1)
         if shard is not None:
             markers = [m for m in progress.completed().values()]
-            return _report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
+            report = _report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
+            report.skipped = skipped
+            return report
         if len(phases) > 1:
             _run_global(engine, phases[1].job, layout, progress, options)
     except DataflowError:
@@ -471,6 +474,7 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
     has_global = any(m["phase"] == "global" for m in markers)
     outputs = [m for m in markers if m["phase"] == ("global" if has_global else "map")]
     files = progress.staged_files(outputs)
+    state = json.loads(fs.cat_file(progress.state_path))
     stats = _stats(fs, progress, markers)
     report = _report(spec, engine_name, stats, files, time.monotonic() - start)
     problems = balance_problems(_chains(plan), stats, report.rows_out)
@@ -482,6 +486,7 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
             f"(a bug in an op or the engine, not bad data): {'; '.join(problems)}",
             report,
         )
+    report.skipped = state.get("skipped", {})
     report.cache = _cache_report(fs, layout)
     io = io_totals(fs, layout.tmp)
     report.retries, report.bytes_read = io["retries"], io["bytes_read"]
@@ -493,7 +498,6 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
         _discard(fs, layout, progress)
         report.failure = f"error budget exceeded: {problem}; nothing was published"
         raise BudgetExceededError(f"{report.failure}. Top reasons: {reasons}. Records are in {report.errors}", report)
-    state = json.loads(fs.cat_file(progress.state_path))
     commit_output(fs, layout, spec.sink.mode, files, error_dirs, {
         "pipeline": spec.name,
         "pipeline_hash": state["pipeline_hash"],

@@ -3,23 +3,44 @@
 A ``__source__`` field in the data (lineage of an earlier pipeline) is replaced by the reader's:
 identity comes from the input position, never from user values. Every other field, ``source``
 included, is the user's and is kept as it is.
+
+Each reader takes a binary file object and streams it: a line is read, parsed and yielded before
+the next one, so a large (or compressed, see ``connectors.formats.compressed``) file is never held
+whole. Lines are numbered as ``bytes.splitlines`` numbers them (at LF, CRLF or CR). A compressed
+file that turns out damaged keeps the rows before the damage and ends with one ``BadRecord``
+naming the file.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from connectors.formats import BadRecord
+from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 
 __all__ = ["read_csv", "read_jsonl", "read_text"]
 
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 
-def _lines(source: str, data: bytes) -> Iterator[tuple[str, bytes]]:
-    for number, raw in enumerate(data.splitlines(), start=1):
-        yield f"{source}#line={number}", raw
+
+def _damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
+    cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "DamagedFile"
+    return BadRecord(source, cause, f"{exc} (after line {lines}; the lines before it were read)")
+
+
+def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:
+    number = 0
+    try:
+        for chunk in f:  # split at LF; CR and CRLF inside the chunk are split below, as splitlines does
+            body = chunk[:-1] if chunk.endswith(b"\n") else chunk
+            for raw in body.splitlines() or [b""]:
+                number += 1
+                yield f"{source}#line={number}", raw[3:] if number == 1 and raw.startswith(_BOM) else raw
+    except DamagedFile as exc:
+        yield _damaged(source, exc, number)
 
 
 def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:
@@ -29,15 +50,24 @@ def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:
         return BadRecord(src, "UnicodeDecodeError", f"undecodable text ({encoding}): {exc.reason} at byte {exc.start}")
 
 
-def read_text(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
+def read_text(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
     """One row per file (``split: file``, the default) or per line (``split: line``)."""
     encoding = options.get("encoding", "utf-8")
     if options.get("split", "file") == "file":
+        try:
+            data = f.read()
+        except DamagedFile as exc:
+            yield _damaged(source, exc, 0)
+            return
         text = _decode(source, data, encoding)
         yield text if isinstance(text, BadRecord) else {SOURCE: source, "text": text}
         return
     skip_empty = options.get("skip_empty", True)
-    for src, raw in _lines(source, data):
+    for line in _lines(source, f):
+        if isinstance(line, BadRecord):
+            yield line
+            continue
+        src, raw = line
         text = _decode(src, raw, encoding)
         if isinstance(text, BadRecord):
             yield text
@@ -45,10 +75,14 @@ def read_text(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dic
             yield {SOURCE: src, "text": text}
 
 
-def read_jsonl(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
+def read_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
     """One row per JSON object line; blank lines are skipped; other lines are row errors."""
     encoding = options.get("encoding", "utf-8")
-    for src, raw in _lines(source, data):
+    for line in _lines(source, f):
+        if isinstance(line, BadRecord):
+            yield line
+            continue
+        src, raw = line
         text = _decode(src, raw, encoding)
         if isinstance(text, BadRecord):
             yield text
@@ -83,7 +117,7 @@ def _undecodable(src: str, record: list[str], encoding: str) -> BadRecord | None
     return None
 
 
-def read_csv(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
+def read_csv(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
     """One row per CSV record after the header; a bad record is a row error, never a failed file.
 
     A record is bad when it has the wrong field count, holds bytes the ``encoding`` cannot decode,
@@ -91,10 +125,24 @@ def read_csv(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict
     header is reported too, and its names are read with U+FFFD for the bad bytes.
     """
     encoding = options.get("encoding", "utf-8")
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+        encoding = "utf-8-sig"  # a byte order mark is not part of the first column's name
     # NOTE: surrogateescape keeps each undecodable byte, so the record that holds it (not the file) fails.
-    text = data.decode(encoding, "surrogateescape")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=options.get("delimiter", ","))
-    header = next(reader, None)
+    text = io.TextIOWrapper(f, encoding, errors="surrogateescape", newline="")
+    try:
+        yield from _csv_records(source, csv.reader(text, delimiter=options.get("delimiter", ",")), encoding)
+    finally:
+        if not f.closed:
+            text.detach()  # the caller owns ``f``: the wrapper must not close it
+
+
+def _csv_records(source: str, reader, encoding: str) -> Iterator[dict | BadRecord]:
+    """The rows and bad records of a ``csv.reader`` (see :func:`read_csv`)."""
+    try:
+        header = next(reader, None)
+    except DamagedFile as exc:
+        yield _damaged(source, exc, 0)
+        return
     if header is None:
         return
     bad = _undecodable(f"{source}#line=1", header, encoding)
@@ -106,6 +154,9 @@ def read_csv(source: str, data: bytes, options: dict[str, Any]) -> Iterator[dict
         try:
             row = next(reader)
         except StopIteration:
+            return
+        except DamagedFile as exc:
+            yield _damaged(source, exc, reader.line_num)
             return
         except csv.Error as exc:
             yield BadRecord(src, "csv.Error", f"malformed CSV record: {exc}")

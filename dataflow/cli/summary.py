@@ -3,11 +3,20 @@ from __future__ import annotations
 
 import click
 
-__all__ = ["render_summary"]
+__all__ = ["render_summary", "skipped_text"]
+
+
+def skipped_text(skipped: dict[str, int]) -> str:
+    """Files the source's extension filter left out: ``3 files with extension .txt, 1 file with no extension``."""
+    parts = []
+    for ext, n in sorted(skipped.items()):
+        files = f"{n:,} file" + ("s" if n != 1 else "")
+        parts.append(f"{files} with extension {ext}" if ext else f"{files} with no extension")
+    return ", ".join(parts) + " (set source.options.extensions to read them)"
 
 
 def render_summary(report, color: bool = False) -> str:
-    """Rows read, written, dropped per filter step, errored; wall time, rows/s and the HTML report.
+    """Files skipped by extension; rows read, written, dropped per filter step, errored; wall time, rows/s and the HTML report.
 
     Args:
         report: The RunReport.
@@ -16,6 +25,8 @@ def render_summary(report, color: bool = False) -> str:
     """
     style = click.style if color else (lambda text, **_: text)
     rows = [("rows read", f"{report.rows_in:,}"), ("rows written", f"{report.rows_out:,}")]
+    if report.skipped:
+        rows.insert(0, ("skipped", skipped_text(report.skipped)))
     for i, step in enumerate(report.steps):
         dropped = sum(step.drops.values())
         if step.drops or dropped:

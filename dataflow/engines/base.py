@@ -71,6 +71,7 @@ class RunReport:
     cache: CacheReport | None = None
     source: str | None = None
     source_format: str | None = None
+    skipped: dict[str, int] = field(default_factory=dict)  # files the source's extension filter left out, by extension
     resources: dict[str, Any] = field(default_factory=dict)  # filled at commit by dataflow.report.html
 
     @property

@@ -148,8 +148,14 @@ def _header(r: dict[str, Any], manifest: dict[str, Any]) -> str:
         card("files", f"{r.get('files', 0):,}"),
         card("bytes written", _mib(r.get("bytes_written", 0))),
     ]
+    skipped = r.get("skipped") or {}
+    if skipped:  # files the source's extension filter left out: named, never dropped without a word
+        cards.append(card("files skipped", f"{sum(skipped.values()):,}", warn=True))
     meta = " · ".join(_e(x) for x in (f"engine {r['engine']}", status, manifest.get("committed_at", ""), f"run {manifest.get('run_id', '')}") if x)
     where = f"<p class='where'>{_e(r.get('source') or '')} &rarr; {_e(r.get('output') or '')}</p>"
+    if skipped:
+        named = ", ".join(f"{n:,} with extension {ext or '(none)'}" for ext, n in sorted(skipped.items()))
+        where += f"<p class='note'>skipped by extension: {_e(named)}</p>"
     return f"<header><h1>{_e(r['pipeline'])}</h1><p class='meta'>{meta}</p>{where}</header><section class='cards'>{''.join(cards)}</section>"
 
 

@@ -90,7 +90,7 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
         The rows, and the outcomes of records the reader refused (bad lines).
     """
     from connectors.formats import BadRecord
-    from connectors.registry import filesystem, line_reader, list_files, parquet_parts, read_parquet_part, strip_scheme
+    from connectors.registry import filesystem, line_reader, list_files, open_lines, parquet_parts, read_parquet_part, strip_scheme
 
     source, storage = spec.source, spec.storage.options
     files = list_files(source.uri, source.format, source.options, storage)
@@ -111,13 +111,14 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
                 if len(rows) >= n:
                     break
         else:
-            for rec in line_reader(source.format)(f, fs.cat_file(strip_scheme(f)), source.options):
-                if isinstance(rec, BadRecord):
-                    bad.append(Outcome(rec.source, "errored", "read", rec.reason))
-                else:
-                    rows.append(rec)
-                if len(rows) + len(bad) >= n:
-                    break
+            with open_lines(f, storage) as lines:
+                for rec in line_reader(source.format)(f, lines, source.options):
+                    if isinstance(rec, BadRecord):
+                        bad.append(Outcome(rec.source, "errored", "read", rec.reason))
+                    else:
+                        rows.append(rec)
+                    if len(rows) + len(bad) >= n:
+                        break
         if len(rows) + len(bad) >= n:
             break
     return (from_rows(rows, [SOURCE]) if rows else {SOURCE: np.array([], dtype=object)}), bad

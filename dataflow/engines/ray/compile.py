@@ -25,9 +25,9 @@ class RayRead:
     """The read: work items listed at the driver go to ``ray.data.from_items``, then read tasks fetch them.
 
     ``reader`` names the items: ``files`` (whole files fetched by ``FetchFiles`` through the URI
-    layer and its cache, then turned into rows, or parsed when ``parse`` names a line format),
-    ``row_groups`` (Parquet, one row group per task) or ``shards`` (WebDataset tar shards streamed
-    by ``ReadShards``).
+    layer and its cache, then turned into rows; line formats, named by ``parse``, are streamed by
+    ``ReadStream`` instead, decompressed when compressed), ``row_groups`` (Parquet, one row group
+    per task) or ``shards`` (WebDataset tar shards streamed by ``ReadStream``).
     """
 
     source: SourceSpec
@@ -40,10 +40,12 @@ class RayRead:
         if self.reader == "row_groups":
             return f"ray.data.from_items(row groups listed from the Parquet footers under {uri}) -> map_batches[read one row group per task] into rows"
         if self.reader == "shards":
-            return f"ray.data.from_items(tar shards listed under {uri}) -> map_batches[ReadShards, 1 shard per task] streams samples into rows"
-        whole_text = self.parse == "text" and self.source.options.get("split", "file") == "file"
-        rows = f"parse {self.parse} lines into rows" if self.parse and not whole_text else "one row per file"
-        return f"ray.data.from_items(files listed under {uri}) -> map_batches[FetchFiles, {FILES_PER_TASK} files per task] -> {rows}"
+            return f"ray.data.from_items(tar shards listed under {uri}) -> map_batches[ReadStream, 1 shard per task] streams samples into rows"
+        if self.parse in LINE_FORMATS:
+            whole_text = self.parse == "text" and self.source.options.get("split", "file") == "file"
+            rows = "one row per file" if whole_text else f"{self.parse} lines into rows"
+            return f"ray.data.from_items(files listed under {uri}) -> map_batches[ReadStream, {FILES_PER_TASK} files per task] streams (and decompresses) {rows}"
+        return f"ray.data.from_items(files listed under {uri}) -> map_batches[FetchFiles, {FILES_PER_TASK} files per task] -> one row per file"
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,13 @@ from typing import Any
 import numpy as np
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.compile import LINE_FORMATS, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
-from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadShards, listing_items, record_cache
+from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
 from dataflow.ops.table.named import bind_tables
-from dataflow.runtime.batch import Columns, concat, from_arrow, from_rows, length, take
-from dataflow.runtime.error_sink import ErrorRecord
+from dataflow.runtime.batch import Columns, concat, from_arrow, length, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
@@ -29,39 +28,19 @@ ACTOR_MAX_RESTARTS = 3
 
 
 class ReadAdapter:
-    """Turn reader output into rows with a ``__source__`` URI; parse line formats (bad lines -> errors)."""
+    """Turn fetched whole files into rows with a ``__source__`` URI, or read Parquet row groups."""
 
     def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: dict | None = None):
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
         self.storage_options, self.cache = storage_options, cache
 
     def __call__(self, batch: Columns) -> Columns:
-        from connectors.formats import BadRecord
-        from connectors.registry import line_reader
-
         if self.parse == "parquet":
             return self._parquet(batch)
         paths = [self.prefix + str(p) for p in batch.pop("path")]
-        st = StepStats(rows_in=len(paths))
-        if self.parse is None:
-            batch[SOURCE] = np.array(paths, dtype=object)
-            out = batch
-        else:
-            reader, rows, errors = line_reader(self.parse), [], []
-            for path, data in zip(paths, batch["bytes"]):
-                for rec in reader(path, bytes(data), self.options):
-                    if isinstance(rec, BadRecord):
-                        errors.append(ErrorRecord(rec.source, "read", rec.error_type, rec.reason))
-                    else:
-                        rows.append(rec)
-            st.rows_in = len(rows) + len(errors)
-            st.rows_errored = len(errors)
-            out = from_rows(rows, [SOURCE]) if rows else {SOURCE: np.array([], dtype=object)}
-            self.side.write("read", batch_key(paths), errors, {READ_STEP: _done(st, length(out))})
-            return out
-        self.side.write("read", batch_key(paths), [], {READ_STEP: _done(st, length(out))})
-        return out
-
+        batch[SOURCE] = np.array(paths, dtype=object)
+        self.side.write("read", batch_key(paths), [], {READ_STEP: StepStats(rows_in=len(paths), rows_out=length(batch))})
+        return batch
 
     def _parquet(self, batch: Columns) -> Columns:
         from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part
@@ -85,11 +64,6 @@ class ReadAdapter:
         record_cache(self.side, "read", batch_key(names), before, cache_counters(fs))
         record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", batch_key(names), io_before, io_counters())
         return out
-
-
-def _done(st: StepStats, rows_out: int) -> StepStats:
-    st.rows_out = rows_out
-    return st
 
 
 class StageFn:
@@ -240,12 +214,12 @@ def build_dataset(
         # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
         items = listing_items(files, storage_options, cache)
         ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 200)))
-        if source.format == "webdataset":
-            reader = ReadShards(source.uri, source.options, storage_options, cache, side)
-            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1)
+        if source.format == "webdataset" or source.format in LINE_FORMATS:
+            reader = ReadStream(source.uri, source.format, source.options, storage_options, cache, side)
+            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else FILES_PER_TASK)
         else:
             ds = ds.map_batches(FetchFiles(source.uri, storage_options, cache, side), batch_format="numpy", zero_copy_batch=False, batch_size=FILES_PER_TASK)
-    if source.format != "webdataset":
+    if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache)
         ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
     tables = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}

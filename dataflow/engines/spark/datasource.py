@@ -1,4 +1,4 @@
-"""A Spark Python data source over the connectors layer: remote files (and CSV) read through fsspec.
+"""A Spark Python data source over the connectors layer: remote, compressed and CSV files read through fsspec.
 
 Spark's wheel has no ``hadoop-aws``, so ``s3://`` and other remote storage is read here, in Python
 workers, with the same filesystems and cache tier (``job["cache"]``) the Ray engine uses. Each
@@ -7,6 +7,9 @@ next to the shard's ``_stats``, as Ray's read tasks do. Line formats yield one
 row per line (file number, line number, text), decoded in the source's ``encoding`` (an
 undecodable line goes to the error sink); the engine builds ``__source__`` and parses natively.
 CSV and Parquet yield rows with the Ray reader's semantics; bad records go to the error sink.
+Line files are streamed (``.gz``, ``.bz2``, ``.xz``, ``.zst`` decompressed as they are read),
+with the Ray engine's readers, so lines are numbered alike and a damaged compressed file keeps
+the lines before the damage.
 """
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ class _Reader(DataSourceReader):
         return [InputPartition(i) for i in range(len(self.job["files"]))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, strip_scheme
+        from connectors.registry import cache_counters, count_bytes_read, decompressed, filesystem, io_counters, strip_scheme
 
         index = partition.value
         uri = self.job["files"][index]
@@ -60,14 +63,13 @@ class _Reader(DataSourceReader):
             yield from self._parquet(uri)
             self._counters(uri, fs, before, io_before)
             return
-        with fs.open(strip_scheme(uri), "rb") as f:
-            data = f.read()
-        count_bytes_read(len(data))
+        with fs.open(strip_scheme(uri), "rb") as raw, decompressed(raw, uri) as f:
+            if kind in ("lines", "whole"):
+                yield from self._text(uri, index, f, "line" if kind == "lines" else "file")
+            else:
+                yield from self._csv(uri, f)
+            count_bytes_read(raw.tell())
         self._counters(uri, fs, before, io_before)
-        if kind in ("lines", "whole"):
-            yield from self._text(uri, index, data, "line" if kind == "lines" else "file")
-        else:
-            yield from self._csv(uri, data)
 
     def _counters(self, uri: str, fs, before: dict | None, io_before: dict) -> None:
         """Leave what this file's read added to the cache and I/O counters (see ``dataflow.runtime.io_stats``)."""
@@ -96,36 +98,47 @@ class _Reader(DataSourceReader):
         stats = {index: StepStats(rows_in=len(errors) if index == -1 else 0, rows_errored=len(errors))}
         SideOutputs(**self.job["side"]).write("spark-read", batch_key([uri]), errors, stats)
 
-    def _text(self, uri: str, index: int, data: bytes, split: str) -> Iterator[pa.RecordBatch]:
-        """Lines (or the whole file) decoded in the source's ``encoding`` by the Ray engine's reader; undecodable ones are row errors."""
+    def _batches(self, uri: str, records, columns) -> Iterator[pa.RecordBatch]:
+        """Stream a reader's rows as record batches of ``columns(chunk)``; its bad records go to the error sink at the end."""
         from connectors.formats import BadRecord
+
+        rows, bad = [], []
+        for rec in records:
+            if isinstance(rec, BadRecord):
+                bad.append(rec)
+                continue
+            rows.append(rec)
+            if len(rows) >= _BATCH_ROWS:
+                yield columns(rows)
+                rows = []
+        if rows:
+            yield columns(rows)
+        self._errors(uri, bad)
+
+    def _text(self, uri: str, index: int, f, split: str) -> Iterator[pa.RecordBatch]:
+        """Lines (or the whole file) decoded in the source's ``encoding`` by the Ray engine's reader; undecodable ones are row errors."""
         from connectors.registry import line_reader
 
         options = {"encoding": self.job["options"].get("encoding", "utf-8"), "split": split, "skip_empty": False}
-        rows, bad = [], []
-        for rec in line_reader("text")(uri, data, options):
-            (bad if isinstance(rec, BadRecord) else rows).append(rec)
-        self._errors(uri, bad)
-        for start in range(0, len(rows), _BATCH_ROWS):
-            chunk = rows[start : start + _BATCH_ROWS]
-            columns = [pa.array([index] * len(chunk), pa.int32())]
-            if split == "line":  # the reader's sources end in "#line=N"
-                columns.append(pa.array([int(r[SOURCE].rsplit("#line=", 1)[1]) for r in chunk], pa.int64()))
-            columns.append(pa.array([r["text"] for r in chunk], pa.string()))
-            yield pa.record_batch(columns, names=["file", "line", "text"] if split == "line" else ["file", "text"])
 
-    def _csv(self, uri: str, data: bytes) -> Iterator[pa.RecordBatch]:
-        from connectors.formats import BadRecord
+        def columns(chunk: list[dict]) -> pa.RecordBatch:
+            out = [pa.array([index] * len(chunk), pa.int32())]
+            if split == "line":  # the reader's sources end in "#line=N"
+                out.append(pa.array([int(r[SOURCE].rsplit("#line=", 1)[1]) for r in chunk], pa.int64()))
+            out.append(pa.array([r["text"] for r in chunk], pa.string()))
+            return pa.record_batch(out, names=["file", "line", "text"] if split == "line" else ["file", "text"])
+
+        yield from self._batches(uri, line_reader("text")(uri, f, options), columns)
+
+    def _csv(self, uri: str, f) -> Iterator[pa.RecordBatch]:
         from connectors.registry import line_reader
 
         names = self.job["columns"]
-        rows, bad = [], []
-        for rec in line_reader("csv")(uri, data, self.job["options"]):
-            (bad if isinstance(rec, BadRecord) else rows).append(rec)
-        self._errors(uri, bad)
-        for start in range(0, len(rows), _BATCH_ROWS):
-            chunk = rows[start : start + _BATCH_ROWS]
-            yield pa.record_batch([pa.array([r.get(n) for r in chunk], pa.string()) for n in names], names=names)
+
+        def columns(chunk: list[dict]) -> pa.RecordBatch:
+            return pa.record_batch([pa.array([r.get(n) for r in chunk], pa.string()) for n in names], names=names)
+
+        yield from self._batches(uri, line_reader("csv")(uri, f, self.job["options"]), columns)
 
     def _parquet(self, uri: str) -> Iterator[pa.RecordBatch]:
         from connectors.registry import parquet_parts, read_parquet_part

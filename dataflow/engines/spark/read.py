@@ -2,9 +2,11 @@
 
 Local files are read natively (UTF-8 text as bytes, split into numbered lines at LF or CRLF, a line
 that is not UTF-8 a row error; Parquet with its row index); remote files, text in other
-``encoding``s, and CSV (for the Ray reader's semantics), go through ``DataflowSource``. A file is
-read whole by one task, as on Ray. A ``__source__`` column or field in the data is replaced by the
-read's own lineage; every other column, ``source`` included, is the user's.
+``encoding``s, compressed line files (``.gz``, ``.bz2``, ``.xz``, ``.zst``: Hadoop's codecs do not
+cover them all, and a damaged one must keep its first lines) and CSV (for the Ray reader's
+semantics) go through ``DataflowSource``, which streams them. A file is read by one task, as on Ray.
+A ``__source__`` column or field in the data is replaced by the read's own lineage; every other
+column, ``source`` included, is the user's.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ _SAMPLE_FILES = 8
 _SAMPLE_LINES = 1000
 _GLOB_CHARS = "\\[]{}*?"
 UNDECODABLE = "__df_undecodable"
-_LINE = "__df_line"
+JSON_LINE = "__df_json_line"
 _UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
 
@@ -83,17 +85,34 @@ def _utf8(read: SparkRead) -> bool:
     return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8"
 
 
+def _compressed(files: list[str]) -> tuple[list[str], list[str]]:
+    """Split ``files`` into (plain, compressed) by name."""
+    from connectors.registry import compression_of
+
+    return [f for f in files if compression_of(f) is None], [f for f in files if compression_of(f) is not None]
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
 def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None, only_invalid: bool = False) -> DataFrame:
     """(__source__, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
-    Natively (local or s3a, UTF-8) a file is read as bytes; in a file that is not valid UTF-8 each
-    line is checked on its own bytes, so one bad byte flags one line. Other encodings go through
-    the Python data source, which decodes each line and sends the undecodable ones to the error
-    sink itself, as the Ray reader does. ``only_invalid`` keeps the files that are not valid UTF-8
-    (where every undecodable line is), dropping the others before they are split.
+    Natively (local or s3a, UTF-8, not compressed) a file is read as bytes; in a file that is not
+    valid UTF-8 each line is checked on its own bytes, so one bad byte flags one line. Other
+    encodings and compressed files go through the Python data source, which decodes each line and
+    sends the undecodable ones to the error sink itself, as the Ray reader does. ``only_invalid``
+    keeps the files that are not valid UTF-8 (where every undecodable line is), dropping the
+    others before they are split.
     """
-    if _native(spark, read) and _utf8(read):
-        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
+    plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
+    frames = []
+    if plain:
+        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in plain])
         valid = "is_valid_utf8(CAST(content AS STRING))"  # the bytes as they are, not yet checked
         if only_invalid:
             raw = raw.where(f"NOT {valid}")
@@ -107,26 +126,30 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
         # A file that ends with a newline yields one empty piece after it: not a line.
         exploded = exploded.where("NOT (__pos = __n - 1 AND __text = '')")
         line_bytes = "CAST(encode(__text, 'ISO-8859-1') AS STRING)"  # a line of a damaged file, as its bytes
-        return exploded.selectExpr(
+        frames.append(exploded.selectExpr(
             f"concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS {SOURCE}",
             f"CASE WHEN __valid THEN __text ELSE {line_bytes} END AS text",
             f"CASE WHEN __valid THEN FALSE ELSE NOT is_valid_utf8({line_bytes}) END AS {UNDECODABLE}",
-        )
-    df = _python_source(spark, files, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
-    source = F.concat(_file_uri(files, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
-    df = df.select(source.alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE))
-    return df.where(F.lit(False)) if only_invalid else df  # this reader sends undecodable lines to the sink itself
+        ))
+    if packed:
+        df = _python_source(spark, packed, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
+        source = F.concat(_file_uri(packed, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
+        df = df.select(source.alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE))
+        frames.append(df.where(F.lit(False)) if only_invalid else df)  # this reader sends undecodable lines to the sink itself
+    return _union(frames)
 
 
 def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
-    if _native(spark, read) and _utf8(read):
-        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in files])
+    plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
+    frames = []
+    if plain:
+        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in plain])
         text = F.col("content").cast("string")
-        df = raw.select(_our_path().alias(SOURCE), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE))
-    else:
-        df = _python_source(spark, files, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache)
-        df = df.select(_file_uri(files, F.col("file")).alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE))
-    return _undecodable(df)
+        frames.append(raw.select(_our_path().alias(SOURCE), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE)))
+    if packed:
+        df = _python_source(spark, packed, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache)
+        frames.append(df.select(_file_uri(packed, F.col("file")).alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE)))
+    return _undecodable(_union(frames))
 
 
 def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = None) -> Checked:
@@ -173,34 +196,46 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
 
 def sample_lines(files: list[str], storage: dict) -> list[str]:
     """Up to the first 1,000 lines of each of the first eight ``files``: the sample a JSON schema is inferred from."""
-    from connectors.registry import filesystem, strip_scheme
+    from connectors.formats.compressed import DamagedFile
+    from connectors.registry import open_lines
 
     out: list[str] = []
     for uri in files[:_SAMPLE_FILES]:
-        with filesystem(uri, storage).open(strip_scheme(uri), "rb") as f:
-            for number, raw in enumerate(f):
-                if number >= _SAMPLE_LINES:
-                    break
-                out.append(raw.decode("utf-8", "replace"))
+        with open_lines(uri, storage) as f:
+            try:
+                for number, raw in enumerate(f):
+                    if number >= _SAMPLE_LINES:
+                        break
+                    out.append(raw.decode("utf-8", "replace"))
+            except DamagedFile:
+                pass  # the sample is what could be read; the read reports the damage
     return out
 
 
 def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
-    # The line under a reserved name: a field called ``text`` (as in most corpora) is the user's.
-    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$")).withColumnRenamed("text", _LINE)
-    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": _LINE}, path="read", kind="map")
+    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
+    # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
+    lines = lines.withColumnRenamed("text", JSON_LINE)
+    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": JSON_LINE}, path="read", kind="map")
     undecodable = _undecodable(lines)
     fused = undecodable.then(LOWERINGS["table.parse_json"](undecodable.rows(), step, {}))
-    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, _LINE))
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
-    from connectors.registry import filesystem, strip_scheme
+    from connectors.formats.compressed import DamagedFile
+    from connectors.registry import open_lines
 
-    with filesystem(files[0], storage).open(strip_scheme(files[0]), "rb") as f:
-        first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace")
+    first = ""
+    for uri in files:  # the first header that can be read; the read reports a damaged file
+        with open_lines(uri, storage) as f:
+            try:
+                first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace")
+                break
+            except DamagedFile:
+                continue
     header = next(csv.reader(io.StringIO(first), delimiter=read.source.options.get("delimiter", ",")), [])
     names = [SOURCE, *[h for h in header if h != SOURCE]]
     schema = T.StructType([T.StructField(n, T.StringType()) for n in names])

@@ -111,9 +111,9 @@ def test_explain_shows_three_sections_and_the_fused_stage():
 @pytest.mark.parametrize(
     "source, read",
     [
-        ("{uri: /t, format: jsonl}", "ray.data.from_items(files listed under /t) -> map_batches[FetchFiles, 16 files per task] -> parse jsonl lines into rows"),
+        ("{uri: /t, format: jsonl}", "ray.data.from_items(files listed under /t) -> map_batches[ReadStream, 16 files per task] streams (and decompresses) jsonl lines into rows"),
         ("{uri: /t, format: parquet}", "ray.data.from_items(row groups listed from the Parquet footers under /t) -> map_batches[read one row group per task]"),
-        ("{uri: /t, format: webdataset}", "ray.data.from_items(tar shards listed under /t) -> map_batches[ReadShards, 1 shard per task]"),
+        ("{uri: /t, format: webdataset}", "ray.data.from_items(tar shards listed under /t) -> map_batches[ReadStream, 1 shard per task]"),
     ],
     ids=["lines", "parquet", "webdataset"],
 )

@@ -1,6 +1,8 @@
 """Line readers: a malformed line or record is one row error, never a failed file."""
 from __future__ import annotations
 
+import io
+
 from connectors.formats import BadRecord
 from connectors.registry import line_reader
 
@@ -13,33 +15,33 @@ def _split(records):
 def test_csv_invalid_byte_wrong_field_count_and_csv_error_are_each_one_row_error():
     huge = b'"' + b"y" * 140_000 + b'"'  # over csv's field size limit: a csv.Error
     data = b"a,b\n1,2\n3,\xff4\n5,6,7\n" + huge + b",z\n8,\"multi\nline\"\n"
-    rows, errors = _split(list(line_reader("csv")("f.csv", data, {})))
+    rows, errors = _split(list(line_reader("csv")("f.csv", io.BytesIO(data), {})))
     assert rows == [{"__source__": "f.csv#line=2", "a": "1", "b": "2"}, {"__source__": "f.csv#line=6", "a": "8", "b": "multi\nline"}]
     assert errors == [("f.csv#line=3", "UnicodeDecodeError"), ("f.csv#line=4", "ValueError"), ("f.csv#line=5", "csv.Error")]
 
 
 def test_csv_undecodable_header_is_reported_and_its_rows_still_read():
-    records = list(line_reader("csv")("g.csv", b"na\xefme,b\nx,1\n", {}))
+    records = list(line_reader("csv")("g.csv", io.BytesIO(b"na\xefme,b\nx,1\n"), {}))
     assert isinstance(records[0], BadRecord) and records[0].source == "g.csv#line=1"
     assert "byte 0xef in field 1" in records[0].reason
     assert records[1:] == [{"__source__": "g.csv#line=2", "na\ufffdme": "x", "b": "1"}]
 
 
 def test_csv_decodes_in_the_given_encoding():
-    rows, errors = _split(list(line_reader("csv")("h.csv", "a,b\n1,é\n".encode("latin-1"), {"encoding": "latin-1"})))
+    rows, errors = _split(list(line_reader("csv")("h.csv", io.BytesIO("a,b\n1,é\n".encode("latin-1")), {"encoding": "latin-1"})))
     assert rows == [{"__source__": "h.csv#line=2", "a": "1", "b": "é"}] and errors == []
 
 
 def test_jsonl_bad_utf8_and_bad_json_lines_are_row_errors():
     data = b'{"a": 1}\n{"a": "\xff"}\nnot json\n\n{"a": "\xef\xbf\xbd"}\n'
-    rows, errors = _split(list(line_reader("jsonl")("t.jsonl", data, {})))
+    rows, errors = _split(list(line_reader("jsonl")("t.jsonl", io.BytesIO(data), {})))
     assert rows == [{"__source__": "t.jsonl#line=1", "a": 1}, {"__source__": "t.jsonl#line=5", "a": "\ufffd"}]
     assert errors == [("t.jsonl#line=2", "UnicodeDecodeError"), ("t.jsonl#line=3", "JSONDecodeError")]
 
 
 def test_a_user_source_field_is_kept_and_a_forged_lineage_is_replaced():
     data = b'{"source": "common-crawl", "id": 7, "__source__": "forged", "text": "x"}\n'
-    (row,) = line_reader("jsonl")("t.jsonl", data, {})
+    (row,) = line_reader("jsonl")("t.jsonl", io.BytesIO(data), {})
     assert row == {"__source__": "t.jsonl#line=1", "source": "common-crawl", "id": 7, "text": "x"}
-    (row,) = line_reader("csv")("c.csv", b"source,__source__,key\nbooks,forged,k1\n", {})
+    (row,) = line_reader("csv")("c.csv", io.BytesIO(b"source,__source__,key\nbooks,forged,k1\n"), {})
     assert row == {"__source__": "c.csv#line=2", "source": "books", "key": "k1"}
