@@ -19,8 +19,6 @@ import io
 import json
 import lzma
 import pathlib
-import struct
-import zlib
 from typing import Any
 
 import numpy as np
@@ -28,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from tests.datagen import encode, gradient
+from tests.datagen import encode, gif_bomb, gradient, png_bomb
 
 _WORDS = [
     "the", "model", "data", "corpus", "training", "token", "Überprüfung", "naïve", "café", "数据", "训练",
@@ -105,29 +103,6 @@ def hf_image_parquet(path: pathlib.Path, n: int, seed: int = 0) -> list[dict[str
     return rows
 
 
-def _png(width: int, height: int, idat: bytes, bit_depth: int = 8, color_type: int = 0) -> bytes:
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
-
-
-def png_bomb(side: int = 20_000) -> bytes:
-    """A tiny PNG (tens of kB) that claims ``side``x``side`` 1-bit pixels of real, zero data."""
-    row = b"\x00" + b"\x00" * ((side + 7) // 8)
-    comp = zlib.compressobj(9)
-    body = b"".join(comp.compress(row) for _ in range(side)) + comp.flush()
-    return _png(side, side, body, bit_depth=1, color_type=0)
-
-
-def gif_bomb(side: int = 30_000) -> bytes:
-    """A GIF whose logical screen and only frame claim ``side``x``side`` pixels, with almost no data."""
-    screen = b"GIF89a" + struct.pack("<HHBBB", side, side, 0x80, 0, 0) + b"\x00\x00\x00\xff\xff\xff"
-    frame = b"\x2c" + struct.pack("<HHHHB", 0, 0, side, side, 0) + b"\x02\x02\x44\x01\x00"
-    return screen + frame + b"\x3b"
-
-
 def odd_images() -> dict[str, bytes]:
     """Valid images in odd-but-valid variants, by file name."""
     rgb = gradient(64, 48, seed=7)
@@ -172,8 +147,8 @@ def broken_images(folder: pathlib.Path, sparse_bytes: int = 64 << 20) -> dict[st
         "truncated_jpeg": ("truncated.jpg", good_jpeg[: len(good_jpeg) // 2]),
         "truncated_png": ("truncated.png", good_png[: len(good_png) // 2]),
         "not_an_image": ("notes.jpg", "not an image, just text ✗\n".encode() * 20),
-        "png_bomb": ("bomb.png", png_bomb()),
-        "png_bomb_warn": ("bomb_warn.png", png_bomb(12_000)),  # between Pillow's warning and error limits
+        "png_bomb": ("bomb.png", png_bomb(20_000, 20_000)),
+        "png_bomb_warn": ("bomb_warn.png", png_bomb(12_000, 12_000)),  # between Pillow's warning and error limits
         "gif_bomb": ("bomb.gif", gif_bomb()),
     }
     paths = {}
