@@ -93,18 +93,40 @@ def to_arrow(cols: Columns) -> pa.Table:
     return pa.table(arrays, names=names)
 
 
+def _python_values(col: pa.ChunkedArray) -> bool:
+    """Whether numpy would change the column's values: nulls in numbers, booleans and times; nested cells."""
+    t = col.type
+    if pa.types.is_nested(t):
+        return True
+    return col.null_count > 0 and not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
 def from_arrow(table: pa.Table | pa.RecordBatch) -> Columns:
-    """Convert from Arrow; ``{shape, dtype, data}`` struct columns come back as ndarrays."""
+    """Convert from Arrow without changing a value.
+
+    ``{shape, dtype, data}`` struct columns and tensor extension columns come back as ndarrays;
+    a column with nulls in numbers, booleans or times, and a list, struct or map column, comes
+    back as Python values (numpy would turn a null number into NaN and a list into an array).
+    """
     cols: Columns = {}
     for name in table.column_names:
         col = table.column(name)
+        if isinstance(col, pa.Array):
+            col = pa.chunked_array([col], type=col.type)
         if col.type == TENSOR_TYPE:
             cols[name] = _tensor_values(col)
-            continue
-        arr = col.to_numpy(zero_copy_only=False)
-        if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_string(col.type):
-            arr = arr.astype(object)
-        cols[name] = arr
+        elif isinstance(col.type, pa.ExtensionType):  # e.g. Ray's tensor columns: their own to_numpy
+            chunks = [c.to_numpy(zero_copy_only=False) for c in col.chunks]
+            cols[name] = np.concatenate(chunks) if chunks else np.empty(0, dtype=object)
+        elif _python_values(col):
+            cols[name] = column_array(col.to_pylist())
+            if cols[name].dtype != object:  # a nested column's cells stay Python values
+                cols[name] = cols[name].astype(object)
+        else:
+            arr = col.to_numpy(zero_copy_only=False)
+            if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_string(col.type):
+                arr = arr.astype(object)
+            cols[name] = arr
     return cols
 
 

@@ -10,7 +10,7 @@ from dataflow.ops.declare import Modality
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write
 from dataflow.runtime.stage import StepCall
 
-__all__ = ["RayGlobal", "RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
+__all__ = ["ARROW", "RayGlobal", "RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
 
 LINE_FORMATS = ("csv", "jsonl", "text")
 MEDIA_BATCH_SIZE = 64
@@ -18,6 +18,9 @@ TABLE_BATCH_SIZE = 4096
 ACTOR_NUM_CPUS = 0.5  # fractional so an actor pool never starves the read tasks on small machines
 DEFAULT_ROWS_PER_FILE = 10_000
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
+# The batch format of every callable that sees user columns: Ray's "numpy" format turns a null
+# number into NaN (an int column into floats) and a list into an array; ``from_arrow`` keeps them.
+ARROW = "pyarrow"
 
 
 @dataclass(frozen=True)

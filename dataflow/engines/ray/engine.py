@@ -5,8 +5,8 @@ import sys
 from typing import Any
 
 from dataflow.engines.base import RunContext, RunOptions
-from dataflow.engines.ray.compile import RayJob, compile_plan
-from dataflow.runtime.batch import length, to_rows
+from dataflow.engines.ray.compile import ARROW, RayJob, compile_plan
+from dataflow.runtime.batch import from_arrow, length, to_rows
 
 __all__ = ["RayEngine"]
 
@@ -47,7 +47,8 @@ class RayEngine:
         self._start(options)
         ds = build_dataset(job, ctx.side, ctx.storage_options, limit=n)
         rows: list[dict[str, Any]] = []
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        for batch in ds.iter_batches(batch_size=None, batch_format=ARROW):
+            batch = from_arrow(batch)
             rows += to_rows(batch)[: n - len(rows)] if length(batch) else []
             if len(rows) >= n:
                 break

@@ -17,9 +17,9 @@ from typing import Any, Callable
 import numpy as np
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import RayGlobal
+from dataflow.engines.ray.compile import ARROW, RayGlobal
 from dataflow.engines.ray.session import cluster_cpus
-from dataflow.runtime.batch import concat, length, to_arrow
+from dataflow.runtime.batch import concat, from_arrow, length, to_arrow
 from dataflow.runtime.stage import StageExecutor, StepCall
 from dataflow.runtime.stats import SideOutputs, batch_key
 
@@ -30,7 +30,7 @@ _BAND_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: sprea
 
 
 def _gather(ds) -> dict[str, np.ndarray]:
-    return concat(list(ds.iter_batches(batch_size=None, batch_format="numpy")))
+    return concat([from_arrow(b) for b in ds.iter_batches(batch_size=None, batch_format=ARROW)])
 
 
 def apply_global(ds, stage: RayGlobal, side: SideOutputs):
@@ -101,11 +101,12 @@ class _DropRows:
     def __init__(self, drop: set, op: str, index: int, side: SideOutputs):
         self.drop, self.op, self.index, self.side = drop, op, index, side
 
-    def __call__(self, batch: dict) -> dict:
+    def __call__(self, batch) -> dict:
         import time
 
         from dataflow.runtime.stage import StepStats
 
+        batch = from_arrow(batch)
         start = time.perf_counter()
         sources = batch.get(SOURCE, np.array([], dtype=object))
         keep = np.fromiter((s not in self.drop for s in sources), dtype=bool, count=len(sources))
@@ -167,7 +168,7 @@ def _bucket_dedup(ds, stage: RayGlobal, side: SideOutputs):
         if len(shared):
             candidates = _rows(keys.map_batches(_InSharedBuckets(shared), batch_format="numpy", zero_copy_batch=False))
             drop = _identities_to_drop(candidates, bucketing.match)
-    return ds.map_batches(_DropRows(drop, spec.name, call.index, side), batch_format="numpy", zero_copy_batch=False)
+    return ds.map_batches(_DropRows(drop, spec.name, call.index, side), batch_format=ARROW)
 
 
 RAY_GLOBAL_OPS: dict[str, Callable[[Any, Any, SideOutputs], Any]] = {

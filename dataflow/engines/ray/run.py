@@ -7,9 +7,10 @@ import time
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import LINE_FORMATS, RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
@@ -73,7 +74,8 @@ class StageFn:
         self.stage, self.side = stage, side
         self._executor: StageExecutor | None = None
 
-    def __call__(self, batch: Columns) -> Columns:
+    def __call__(self, batch: pa.Table) -> Columns:
+        batch = from_arrow(batch)
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
             self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus))
@@ -99,9 +101,10 @@ class ShardWriter:
         self.job, self.storage_options, self.tmp_data, self.run_id = job, storage_options, tmp_data, run_id
         self.publish_root = publish_root
 
-    def __call__(self, batch: Columns) -> Columns:
+    def __call__(self, batch: pa.Table) -> Columns:
         from connectors.registry import filesystem, format_connector, io_counters, scheme_of, write_through_scratch
 
+        batch = from_arrow(batch)
         sink = self.job.write.sink
         fs = filesystem(sink.uri, self.storage_options)
         writer = format_connector(sink.format)
@@ -152,7 +155,7 @@ def _split_by_bytes(batch: Columns, max_bytes: int) -> list[Columns]:
 
 
 def _stage_kwargs(stage: RayStage) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"batch_size": stage.batch_size, "batch_format": "numpy", "zero_copy_batch": False}
+    kwargs: dict[str, Any] = {"batch_size": stage.batch_size, "batch_format": ARROW}
     if stage.num_cpus is not None:
         kwargs["num_cpus"] = stage.num_cpus
     if stage.num_gpus:
@@ -245,7 +248,7 @@ def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: d
     from dataflow.runtime.stats import read_stats
 
     own = replace(side, stats_dir=posixpath.join(posixpath.dirname(side.stats_dir), f"_stats_source_{batch_key([job.read.source.uri])}"))
-    cols = concat(list(build_dataset(job, own, storage_options, cache=cache).iter_batches(batch_size=None, batch_format="numpy")))
+    cols = concat([from_arrow(b) for b in build_dataset(job, own, storage_options, cache=cache).iter_batches(batch_size=None, batch_format=ARROW)])
     fs = filesystem(side.uri, side.storage_options)
     stats = read_stats(fs, [own.stats_dir])
     read = stats.pop(READ_STEP, None)
@@ -265,7 +268,7 @@ def stream_written(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id
     from connectors.formats import WrittenFile
 
     w = job.write
-    out = ds.map_batches(ShardWriter(job, storage_options, tmp_data, run_id, publish_root), batch_size=w.rows_per_file, batch_format="numpy", zero_copy_batch=False)
+    out = ds.map_batches(ShardWriter(job, storage_options, tmp_data, run_id, publish_root), batch_size=w.rows_per_file, batch_format=ARROW)
     written, rows, last, start = [], 0, None, time.monotonic()
     for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
         for p, r, b in zip(batch["path"], batch["rows"], batch["bytes"]):
