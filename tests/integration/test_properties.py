@@ -147,7 +147,8 @@ _DOC = st.fixed_dictionaries({
 @CI
 @given(files=st.lists(st.lists(_DOC, max_size=8), min_size=1, max_size=4), files_per_shard=st.sampled_from([1, 2, 64]),
        batch_size=st.sampled_from([1, 3, 1000]))
-def test_dedup_exact_keeps_the_smallest_identity_of_each_group(engine: str, files, files_per_shard: int, batch_size: int):
+def test_dedup_exact_keeps_the_smallest_identity_of_each_group(ray_local, files, files_per_shard: int, batch_size: int):
+    engine = "ray"  # text.dedup_exact runs on Ray only
     with tempfile.TemporaryDirectory() as tmp:
         written = _write(pathlib.Path(tmp) / "in", files)
         rows = _run(engine, pathlib.Path(tmp) / "in", [{"op": "text.dedup_exact", "resources": {"batch_size": batch_size}}],

@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dataflow.columns import SOURCE
-from dataflow.engines.spark.columns import col, sql_literal
+from dataflow.engines.spark.columns import col, sql_literal, sql_name
+from dataflow.ops.table.types import SPARK_TYPES
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
@@ -163,19 +164,61 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
     return Checked(df.withColumn(BAD, F.col(UNDECODABLE)), [case], helpers=(UNDECODABLE,), errors_from=failed, flag=UNDECODABLE)
 
 
-def _value_type(value: Any) -> str:
+def _value_type(value: Any) -> Any:
+    """A JSON value's type: a type name, ``("struct", {field: type})`` or ``("array", type)``."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
         return "long"
     if isinstance(value, float):
         return "double"
+    if isinstance(value, dict):
+        fields: dict[str, Any] = {}
+        for key, v in value.items():
+            if v is not None:
+                fields[key] = _merge(fields.get(key), _value_type(v))
+        return ("struct", fields)
+    if isinstance(value, list):
+        element = None
+        for v in value:
+            if v is not None:
+                element = _merge(element, _value_type(v))
+        return ("array", element)
     return "string"
 
 
+def _merge(seen: Any, kind: Any) -> Any:
+    """The type that holds both: numbers widen to double, structs merge by field, arrays by element, other mixes are string."""
+    if seen is None or seen == kind:
+        return kind
+    if kind is None:
+        return seen
+    if isinstance(seen, str) and isinstance(kind, str):
+        return "double" if {seen, kind} == {"long", "double"} else "string"
+    if isinstance(seen, tuple) and isinstance(kind, tuple) and seen[0] == kind[0] == "struct":
+        fields = dict(seen[1])
+        for name, t in kind[1].items():
+            fields[name] = _merge(fields.get(name), t)
+        return ("struct", fields)
+    if isinstance(seen, tuple) and isinstance(kind, tuple) and seen[0] == kind[0] == "array":
+        return ("array", _merge(seen[1], kind[1]))
+    return "string"
+
+
+def _ddl(kind: Any, nested: bool = False) -> str:
+    """A field's type for ``table.parse_json``: a type name at the top, Spark DDL for nested values."""
+    if isinstance(kind, str):
+        return SPARK_TYPES[kind] if nested else kind
+    if kind[0] == "array":
+        return f"ARRAY<{_ddl(kind[1] or 'string', True)}>"
+    if not kind[1]:
+        return "string"  # an object that was always empty: kept as its JSON text
+    return f"STRUCT<{', '.join(f'{sql_name(k)}: {_ddl(t, True)}' for k, t in kind[1].items())}>"
+
+
 def infer_json_fields(lines: list[str]) -> dict[str, str]:
-    """Field -> type over sample JSON lines: long and double widen to double, other mixes to string."""
-    fields: dict[str, str] = {}
+    """Field -> Spark DDL type over sample JSON lines (see ``_merge``); objects and arrays keep their structure."""
+    fields: dict[str, Any] = {}
     for line in lines:
         try:
             value = json.loads(line)
@@ -184,14 +227,9 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
         if not isinstance(value, dict):
             continue
         for key, v in value.items():
-            if key == SOURCE or v is None:
-                continue
-            kind, seen = _value_type(v), fields.get(key)
-            if seen is None or seen == kind:
-                fields[key] = kind
-            else:
-                fields[key] = "double" if {seen, kind} == {"long", "double"} else "string"
-    return fields
+            if key != SOURCE and v is not None:
+                fields[key] = _merge(fields.get(key), _value_type(v))
+    return {k: _ddl(t) for k, t in fields.items()}
 
 
 def sample_lines(files: list[str], storage: dict) -> list[str]:
@@ -232,7 +270,7 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: d
     for uri in files:  # the first header that can be read; the read reports a damaged file
         with open_lines(uri, storage) as f:
             try:
-                first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace")
+                first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace").removeprefix("\ufeff")
                 break
             except DamagedFile:
                 continue

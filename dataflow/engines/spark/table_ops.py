@@ -95,7 +95,8 @@ def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
 
 def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
     fields, column = step.params["fields"], step.params["column"]
-    ddl = ", ".join(f"{sql_name(n)} {SPARK_TYPES[t]}" for n, t in fields.items())
+    # A field's type is a type name, or a Spark DDL type from the JSONL reader's inference.
+    ddl = ", ".join(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items())
     text = sql_name(column)
     options = f"map('columnNameOfCorruptRecord', '{_CORRUPT}', 'mode', 'PERMISSIVE')"
     df = df.withColumn("__df_parsed", F.expr(f"from_json({text}, {sql_literal(f'{ddl}, {_CORRUPT} STRING')}, {options})"))
