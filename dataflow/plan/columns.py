@@ -5,7 +5,7 @@ from dataflow.columns import SOURCE
 from dataflow.plan.nodes import Step
 from dataflow.plan.validate import param_reads
 
-__all__ = ["needed_after"]
+__all__ = ["named_by", "needed_after"]
 
 _PROBE = "\0any other column"
 
@@ -34,3 +34,8 @@ def needed_after(steps: list[Step]) -> list[frozenset[str] | None]:
         out.append(needed)
         needed = _needed_before(step, needed)
     return out[::-1]
+
+
+def named_by(steps: list[Step]) -> frozenset[str]:
+    """Every column the steps' params or declared inputs name (some may be made by an earlier step)."""
+    return frozenset().union(*(param_reads(s.params)[0] | frozenset(s.op.columns(s.params)[0]) for s in steps)) - {SOURCE}

@@ -26,7 +26,7 @@ from dataflow.dsl.parse import parse_pipeline
 from dataflow.engines.base import RunOptions
 from dataflow.runner import run_pipeline
 
-EXAMPLES = 8
+EXAMPLES = 12
 settings.register_profile(
     "dataflow-ci", max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, print_blob=True,
     phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure is reported as drawn, in bounded time

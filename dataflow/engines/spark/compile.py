@@ -5,14 +5,14 @@ in ``table_ops.LOWERINGS``); plan nodes are lowered through an exact-type table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from connectors.registry import scheme_of
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import OpSpec
-from dataflow.plan.columns import needed_after
+from dataflow.plan.columns import named_by, needed_after
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write
 
 __all__ = ["LOWERED", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan", "supports"]
@@ -48,6 +48,7 @@ class SparkRead:
     method: str
     remote: bool
     counted: bool = True  # its rows are the run's input rows (read counters, step -1)
+    named: frozenset[str] = frozenset()  # the columns the steps name: an input without a JSON object still has them (null)
 
     def describe(self) -> str:
         how = "Python data source over fsspec (connectors)" if self.remote or self.source.format == "csv" else "native Spark reader"
@@ -155,6 +156,8 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
             if type(node) not in _STEP_NODES:
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
             steps += _steps_of(node)
+    if read is not None:
+        read = replace(read, named=named_by(steps))
     return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write
 
 

@@ -175,8 +175,7 @@ def _value_type(value: Any) -> Any:
     if isinstance(value, dict):
         fields: dict[str, Any] = {}
         for key, v in value.items():
-            if v is not None:
-                fields[key] = _merge(fields.get(key), _value_type(v))
+            fields[key] = _merge(fields.get(key), None if v is None else _value_type(v))
         return ("struct", fields)
     if isinstance(value, list):
         element = None
@@ -189,7 +188,7 @@ def _value_type(value: Any) -> Any:
 
 def _merge(seen: Any, kind: Any) -> Any:
     """The type that holds both: numbers widen to double, structs merge by field, arrays by element, other mixes are string."""
-    if seen is None or seen == kind:
+    if seen is None or seen == kind:  # None: only nulls seen so far
         return kind
     if kind is None:
         return seen
@@ -206,7 +205,12 @@ def _merge(seen: Any, kind: Any) -> Any:
 
 
 def _ddl(kind: Any, nested: bool = False) -> str:
-    """A field's type for ``table.parse_json``: a type name at the top, Spark DDL for nested values."""
+    """A field's type for ``table.parse_json``: a type name at the top, Spark DDL for nested values.
+
+    A field that held only nulls is a string (of nulls), so it is still a column or struct field.
+    """
+    if kind is None:
+        kind = "string"
     if isinstance(kind, str):
         return SPARK_TYPES[kind] if nested else kind
     if kind[0] == "array":
@@ -227,18 +231,23 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
         if not isinstance(value, dict):
             continue
         for key, v in value.items():
-            if key != SOURCE and v is not None:
-                fields[key] = _merge(fields.get(key), _value_type(v))
+            if key != SOURCE:
+                fields[key] = _merge(fields.get(key), None if v is None else _value_type(v))
     return {k: _ddl(t) for k, t in fields.items()}
 
 
 def sample_lines(files: list[str], storage: dict) -> list[str]:
-    """Up to the first 1,000 lines of each of the first eight ``files``: the sample a JSON schema is inferred from."""
+    """Up to the first 1,000 lines of each of the first eight ``files`` that hold a line (empty files are
+    passed over): the sample a JSON schema is inferred from. ``source.options.schema`` declares it instead."""
     from connectors.formats.compressed import DamagedFile
     from connectors.registry import open_lines
 
     out: list[str] = []
-    for uri in files[:_SAMPLE_FILES]:
+    sampled = 0
+    for uri in files:
+        if sampled == _SAMPLE_FILES:
+            break
+        before = len(out)
         with open_lines(uri, storage) as f:
             try:
                 for number, raw in enumerate(f):
@@ -247,12 +256,15 @@ def sample_lines(files: list[str], storage: dict) -> list[str]:
                     out.append(raw.decode("utf-8", "replace"))
             except DamagedFile:
                 pass  # the sample is what could be read; the read reports the damage
+        sampled += len(out) > before
     return out
 
 
 def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
+    if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
+        fields = {name: "string" for name in sorted(read.named)}
     lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
     # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
     lines = lines.withColumnRenamed("text", JSON_LINE)

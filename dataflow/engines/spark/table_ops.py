@@ -96,10 +96,10 @@ def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
 def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
     fields, column = step.params["fields"], step.params["column"]
     # A field's type is a type name, or a Spark DDL type from the JSONL reader's inference.
-    ddl = ", ".join(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items())
+    ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{_CORRUPT} STRING"])  # no fields: only empty files
     text = sql_name(column)
     options = f"map('columnNameOfCorruptRecord', '{_CORRUPT}', 'mode', 'PERMISSIVE')"
-    df = df.withColumn("__df_parsed", F.expr(f"from_json({text}, {sql_literal(f'{ddl}, {_CORRUPT} STRING')}, {options})"))
+    df = df.withColumn("__df_parsed", F.expr(f"from_json({text}, {sql_literal(ddl)}, {options})"))
     parsed = {n: F.expr(f"__df_parsed.{sql_name(n)}") for n in fields}
     df = df.withColumns({**parsed, BAD: F.expr(f"{text} IS NULL OR __df_parsed.{_CORRUPT} IS NOT NULL")}).drop("__df_parsed")
     # Evaluated on bad rows only: a second parse tells bad JSON from a field of the wrong type.
