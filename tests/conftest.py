@@ -5,6 +5,11 @@ import os
 import pathlib
 
 import pytest
+from hypothesis import settings
+
+# Every hypothesis test draws the same examples on every run (CI included): no random seed, no database.
+settings.register_profile("dataflow", derandomize=True, database=None, deadline=None)
+settings.load_profile("dataflow")
 
 from tests.datagen import write_corrupt_images, write_images
 

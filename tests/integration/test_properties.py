@@ -4,10 +4,13 @@
   schema (user columns named like dataflow's own, nulls, nested structs and lists, Unicode keys,
   empty files), and each row's ``__source__`` is its input position.
 - Every dedup equals a plain-Python reference on the same rows: in each duplicate group the row
-  with the smallest ``__source__`` is kept, whatever the shard count and ``batch_size``.
+  with the smallest ``__source__`` is kept, whatever the shard count and ``batch_size``. MinHash's
+  reference is the op itself called once on all rows in this process (its distributed lowering
+  must not change what it keeps).
 
-Profile ``dataflow-ci``: ``EXAMPLES`` examples per property and engine, no deadline, no shrinking,
-derandomized, no example database, so CI runs the same examples every time.
+Profile ``dataflow-ci``: ``EXAMPLES`` (12) examples per property and engine, 8 for the Ray dedups
+that checkpoint shards before their global step; no deadline, no shrinking, derandomized, no
+example database, so CI runs the same examples every time (about 2.5 minutes on 2 cores).
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 CI = settings.get_profile("dataflow-ci")
+GLOBAL = settings(CI, max_examples=8)  # a global step checkpoints each shard first: ~5 s an example on 2 cores
 QUIET = RunOptions(progress=False)
 
 # Names users give their columns, dataflow's old names among them, and non-ASCII ones.
@@ -144,7 +148,7 @@ _DOC = st.fixed_dictionaries({
 })
 
 
-@CI
+@GLOBAL
 @given(files=st.lists(st.lists(_DOC, max_size=8), min_size=1, max_size=4), files_per_shard=st.sampled_from([1, 2, 64]),
        batch_size=st.sampled_from([1, 3, 1000]))
 def test_dedup_exact_keeps_the_smallest_identity_of_each_group(ray_local, files, files_per_shard: int, batch_size: int):
@@ -175,3 +179,24 @@ def test_table_dedup_keeps_the_first_or_last_then_the_smallest_identity(engine: 
             best[row["source"]] = rank
     assert sorted(r[SOURCE] for r in rows) == sorted(src for _, src in best.values())
 
+
+
+_NEAR = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "数据", "🙂"]), min_size=6, max_size=12).map(" ".join)
+
+
+@GLOBAL
+@given(texts=st.lists(st.lists(_NEAR, max_size=6), min_size=1, max_size=3), files_per_shard=st.sampled_from([1, 64]),
+       batch_size=st.sampled_from([2, 1000]))
+def test_dedup_minhash_on_ray_equals_the_op_on_all_rows_at_once(ray_local, texts, files_per_shard: int, batch_size: int):
+    import numpy as np
+
+    from dataflow.ops.registry import get_op
+
+    params = {"ngram": 2, "num_perm": 32, "threshold": 0.5, "device": "cpu"}
+    with tempfile.TemporaryDirectory() as tmp:
+        written = _write(pathlib.Path(tmp) / "in", [[{"text": t, "source": "cc"} for t in f] for f in texts])
+        rows = _run("ray", pathlib.Path(tmp) / "in", [{"op": "text.dedup_minhash", "params": params, "resources": {"batch_size": batch_size}}],
+                    files_per_shard=files_per_shard)
+    batch = {SOURCE: np.array([s for s, _ in written], dtype=object), "text": np.array([r["text"] for _, r in written], dtype=object)}
+    expected = get_op("text.dedup_minhash")(batch, **params)[SOURCE] if written else []
+    assert sorted(r[SOURCE] for r in rows) == sorted(expected)
