@@ -8,7 +8,7 @@
   reference is the op itself called once on all rows in this process (its distributed lowering
   must not change what it keeps).
 
-Profile ``dataflow-ci``: ``EXAMPLES`` (12) examples per property and engine, 8 for the Ray dedups
+Profile ``dataflow-ci``: ``EXAMPLES`` (12) examples per property and engine, 6 for the Ray dedups
 that checkpoint shards before their global step; no deadline, no shrinking, derandomized, no
 example database, so CI runs the same examples every time (about 2.5 minutes on 2 cores).
 """
@@ -36,7 +36,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 CI = settings.get_profile("dataflow-ci")
-GLOBAL = settings(CI, max_examples=8)  # a global step checkpoints each shard first: ~5 s an example on 2 cores
+GLOBAL = settings(CI, max_examples=6)  # a global step checkpoints each shard first: ~5-10 s an example on 2 cores
 QUIET = RunOptions(progress=False)
 
 # Names users give their columns, dataflow's old names among them, and non-ASCII ones.
