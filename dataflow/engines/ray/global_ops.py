@@ -25,42 +25,78 @@ from dataflow.runtime.batch import from_arrow, to_arrow
 from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["PARTITIONED_OPS", "RAY_GLOBAL_OPS", "apply_global", "key_map_kwargs", "shuffle_keys"]
+__all__ = ["PARTITIONED_OPS", "RAY_GLOBAL_OPS", "apply_global", "describe_shuffle", "key_map_kwargs"]
 
 
 #: Table ops run per hash partition of their ``keys`` param.
 PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.dedup", "table.join")
 
 
-def shuffle_keys(op: str, params: dict[str, Any]) -> str:
-    """What ``explain`` says a global op shuffles on."""
+def describe_shuffle(op: str, params: dict[str, Any]) -> str:
+    """The ``shuffle:`` line of ``dataflow explain`` for a global op: each shuffle it runs, in order."""
+    parts = "P partitions (--shuffle-partitions; default 2 per CPU)"
     if op in RAY_GLOBAL_OPS:
-        return "bucket (band, key), then node/edge ids per component round, then __source__"
-    if op == "table.dedup" and not params.get("keys"):
-        return "all user columns"
-    keys = params.get("keys") if op in PARTITIONED_OPS else None
-    return ", ".join(keys) if keys else "nothing (one partition)"
+        return (f"key map -> groupby(partition).map_groups on bucket (band, key), {parts} -> per component round (until no label changes; "
+                "rounds = longest duplicate chain + 1): on edge, then on node -> on __source__ with the rows, dropping all but each group's smallest")
+    keys = list(params.get("keys") or [])
+    if op == "table.dedup" and not keys:
+        return f"groupby(partition).map_groups on every user column, {parts}"
+    if op in PARTITIONED_OPS and keys:
+        both = " of both sides (the named source too)" if op == "table.join" else ""
+        return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
+    return "groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)"
 
 
 class _PartitionOp:
     """Per partition: run the op over the partition's rows; counters and row errors as a stage task writes them."""
 
-    def __init__(self, stage, side: SideOutputs, right: str | None):
-        self.stage, self.side, self.right = stage, side, right
+    def __init__(self, stage, side: SideOutputs, right: str | None, schemas: tuple = (None, None)):
+        self.stage, self.side, self.right, self.schemas = stage, side, right, schemas
 
     def __call__(self, part: int, left: pa.Table | None, right: pa.Table | None = None) -> pa.Table:
         from dataflow.ops.table.named import bind_tables
 
-        if left is None:  # this input has no blocks at all: nothing to run
+        call = self.stage.call
+        if self.stage.label == "table.aggregate" and not call.params.get("keys") and (left is None or left.num_rows == 0):
+            return self._no_rows()
+        # A join side without rows in this partition: an empty table of its schema (known at the driver).
+        left = left if left is not None or self.schemas[0] is None else self.schemas[0].empty_table()
+        if self.right is not None and right is None and self.schemas[1] is not None:
+            right = self.schemas[1].empty_table()
+        if left is None:  # no block at all
             return pa.table({})
+        if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and call.params.get("how") in ("right", "full"):
+            return self._right_only(part, left, right)
         cols = from_arrow(left)
-        if self.right is not None and right is None:
-            keys = self.stage.call.params["keys"]
-            right = pa.table({k: pa.array([], left.schema.field(k).type) for k in keys})
         with bind_tables(**({self.right: right} if self.right is not None else {})):
-            out, errors, stats = StageExecutor([self.stage.call])(cols)
+            out, errors, stats = StageExecutor([call])(cols)
         self.side.write(f"{self.stage.name}-p{part}", batch_key(cols.get(SOURCE, [])), errors, stats)
         return to_arrow(out)
+
+    def _right_only(self, part: int, left: pa.Table, right: pa.Table) -> pa.Table:
+        """A right or full join where this partition has right rows only (the executor skips an empty batch)."""
+        from dataflow.ops.table.join import join_arrow
+        from dataflow.runtime.stage import StepStats
+
+        p = self.stage.call.params
+        keys = list(p["keys"])
+        # A left side with no rows at all may carry null-typed columns, which Arrow's join refuses.
+        typed = [right.schema.field(c).type if c in keys else (pa.string() if pa.types.is_null(t) else t) for c, t in zip(left.column_names, left.schema.types)]
+        left = pa.table({c: pa.array([], t) for c, t in zip(left.column_names, typed)})
+        out = join_arrow(left, right, keys, p["how"], p.get("suffix", "_right"))
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(right.column(SOURCE).to_pylist() if SOURCE in right.column_names else []), [],
+                        {self.stage.call.index: StepStats(rows_in=0, rows_out=out.num_rows)})
+        return out
+
+    def _no_rows(self) -> pa.Table:
+        """An aggregation over no rows: one row, counts 0 and the rest null (as in SQL and on Spark)."""
+        from dataflow.ops.table.expr import parse_aggregation
+        from dataflow.runtime.stage import StepStats
+
+        aggs = {n: parse_aggregation(t) for n, t in self.stage.call.params["aggregations"].items()}
+        row = {n: pa.array([0], pa.int64()) if a.func == "count" else pa.nulls(1) for n, a in aggs.items()}
+        self.side.write(f"{self.stage.name}-p0", batch_key([]), [], {self.stage.call.index: StepStats(rows_in=0, rows_out=1)})
+        return pa.table({**row, SOURCE: pa.nulls(1, pa.string())})
 
 
 def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = None, partitions: int | None = None):
@@ -75,6 +111,9 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     call = stage.call
     if stage.label not in PARTITIONED_OPS:
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
+    if stage.label == "table.aggregate" and not call.params.get("keys"):
+        # Seeded: the one partition runs even over an input without blocks (one row, count 0).
+        return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
     keys: Any = list(call.params.get("keys") or [])
     if stage.label == "table.dedup" and not keys:
         from dataflow.ops.table.dedup import dedup_keys
@@ -86,7 +125,9 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     name = call.params["right"]
     if not named or name not in named:
         raise KeyError(f"{stage.name}: table.join reads the named source '{name}', which the job does not read; declare it under sources:")
-    return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name))
+    ds = ds.materialize()  # in the object store: its schema (plan-sized) stands for partitions without left rows
+    schemas = tuple(getattr(d.schema(), "base_schema", None) for d in (ds, named[name]))
+    return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
 
 
 RAY_GLOBAL_OPS: dict[str, Callable[..., Any]] = {

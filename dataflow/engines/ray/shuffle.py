@@ -103,16 +103,22 @@ def _apply(group: pa.Table, fn: Callable[..., pa.Table], sides: int) -> pa.Table
     return fn(int(group.column(PART)[0].as_py()), *tables)
 
 
-def hash_shuffle(inputs: Sequence[tuple[object, Keys]], parts: int, fn: Callable[..., pa.Table]):
+def hash_shuffle(inputs: Sequence[tuple[object, Keys]], parts: int, fn: Callable[..., pa.Table], seed: bool = False):
     """Shuffle ``inputs`` (``(dataset, key columns)`` each) into ``parts`` hash partitions, then map them.
 
     ``fn(part, table_0, table_1, ...)`` runs once per partition, in a Ray task, with each input's
     rows of that partition (``None`` for an input without blocks), and returns the partition's
-    output rows. One shuffle: every piece crosses the network once.
+    output rows. One shuffle: every piece crosses the network once. ``seed``: every partition runs,
+    even when no input has a block (e.g. an aggregation over no rows still returns its one row).
     """
     tagged = [ds.map_batches(_Pieces(keys, parts, i), batch_format=ARROW, batch_size=None) for i, (ds, keys) in enumerate(inputs)]
     from ray.data.context import ShuffleStrategy
 
+    if seed:
+        import ray
+
+        empty = pa.array([b""] * parts, pa.binary())
+        tagged.append(ray.data.from_arrow(pa.table({PART: pa.array(np.arange(parts), pa.int64()), SIDE: pa.array(np.full(parts, -1), pa.int64()), PIECE: empty})))
     pieces = tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
     # NOTE: Ray 2.60's default hash shuffle (v2) fails when a map task saw only empty blocks
     # (their schema-less pieces do not concatenate with real ones); the sort shuffle does not.
