@@ -29,7 +29,7 @@ from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
 from dataflow.runtime.stage import StepCall
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["BucketRows", "bucket_dedup", "key_map_kwargs"]
+__all__ = ["MEMBERS", "BucketRows", "bucket_dedup", "key_map_kwargs", "label_components"]
 
 MEMBERS = pa.schema([("node", pa.string()), ("edge", pa.string()), ("label", pa.string()), ("changed", pa.int64())])
 
@@ -141,6 +141,22 @@ class _DropRows:
         return keep
 
 
+def label_components(members, parts: int) -> tuple[Any, int]:
+    """Min-label propagation over membership rows ``(node, edge, label, changed)`` until no label changes.
+
+    Returns the materialized rows, each labelled with the smallest node of its component, and the
+    number of rounds (two shuffles each) it took.
+    """
+    members = members.materialize()
+    rounds = 0
+    while True:
+        members = hash_shuffle([(members, ["edge"])], parts, _by_edge)
+        members = hash_shuffle([(members, ["node"])], parts, _by_node).materialize()
+        rounds += 1
+        if not members.sum("changed"):  # plan-sized: one number per round
+            return members, rounds
+
+
 def bucket_dedup(ds, stage, side: SideOutputs, partitions: int | None = None):
     """Distributed lowering of a dedup op declared with a ``Bucketing`` (see the module docstring)."""
     from dataflow.ops.registry import get_op
@@ -149,12 +165,6 @@ def bucket_dedup(ds, stage, side: SideOutputs, partitions: int | None = None):
     parts = shuffle_partitions(partitions)
     ds = ds.materialize()  # read and upstream steps run once for the key map and the final drop
     keys = ds.map_batches(BucketRows(call, stage.num_gpus), **key_map_kwargs(stage))
-    members = hash_shuffle([(keys, ["band", "key"])], parts, _BucketEdges(call)).materialize()
-    while True:
-        members = hash_shuffle([(members, ["edge"])], parts, _by_edge)
-        members = hash_shuffle([(members, ["node"])], parts, _by_node).materialize()
-        changed = members.sum("changed")  # plan-sized: one number per round
-        if not changed:
-            break
+    members, _ = label_components(hash_shuffle([(keys, ["band", "key"])], parts, _BucketEdges(call)), parts)
     drop = members.map_batches(_dropped, batch_format=ARROW, batch_size=None)
     return hash_shuffle([(ds, [SOURCE]), (drop, [SOURCE])], parts, _DropRows(get_op(call.op).name, call.index, side))
