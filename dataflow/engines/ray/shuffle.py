@@ -122,5 +122,6 @@ def hash_shuffle(inputs: Sequence[tuple[object, Keys]], parts: int, fn: Callable
     pieces = tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
     # NOTE: Ray 2.60's default hash shuffle (v2) fails when a map task saw only empty blocks
     # (their schema-less pieces do not concatenate with real ones); the sort shuffle does not.
+    # The context is shared along this dataset's lineage (one run's pipeline), not Ray's global one.
     pieces.context.shuffle_strategy = ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
     return pieces.groupby(PART, num_partitions=parts).map_groups(_apply, fn_kwargs={"fn": fn, "sides": len(inputs)}, batch_format=ARROW)
