@@ -44,7 +44,9 @@ def cli() -> None:
 @click.argument("pipeline", type=click.Path(dir_okay=False))
 @_set_option
 @click.option("--address", envvar="RAY_ADDRESS", help="Ray cluster address; default: start a local Ray (env RAY_ADDRESS).")
-@click.option("--object-store-memory", type=int, help="Bytes of object store for a local Ray.")
+@click.option("--object-store-memory", type=int, help="Bytes of object store for a local Ray (env DATAFLOW_RAY_OBJECT_STORE_MEMORY; default Ray's, 30% of RAM).")
+@click.option("--spill-dir", help="Folder a local Ray spills its object store to (env DATAFLOW_RAY_SPILL_DIR; default Ray's temp folder).")
+@click.option("--shuffle-partitions", type=int, help="Ray: partitions of each global step's shuffle (env DATAFLOW_RAY_SHUFFLE_PARTITIONS; default 2 per CPU).")
 @click.option("--spark-master", envvar="SPARK_MASTER", help="Spark master URL; default: start a local Spark, local[*] on 127.0.0.1 (env SPARK_MASTER).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write the run report as JSON to this file.")
 @click.option("--restart", is_flag=True, help="Discard the progress of an interrupted run instead of resuming it.")
@@ -57,7 +59,7 @@ def cli() -> None:
 @_broker_options
 @_debug_option
 @_handle_errors
-def run(pipeline, overrides, address, object_store_memory, spark_master, report_path, restart, shard_text, quiet, cache_dir, as_json,
+def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_partitions, spark_master, report_path, restart, shard_text, quiet, cache_dir, as_json,
         cluster, clusters_file, explain_placement, wait, gpu_type, max_cpus, max_gpus):
     """Run PIPELINE to its sink and commit the output.
 
@@ -82,7 +84,7 @@ def run(pipeline, overrides, address, object_store_memory, spark_master, report_
         return run_on_cluster(spec, cluster, clusters_file, explain=explain_placement, wait=wait, gpu_type=gpu_type, restart=restart,
                               shard=shard_text, cache_dir=cache_dir, report_path=report_path, quiet=quiet, as_json=as_json)
     options = RunOptions(address=address, spark_master=spark_master, object_store_memory=object_store_memory, progress=not quiet, cache_dir=cache_dir,
-                         max_cpus=max_cpus, max_gpus=max_gpus)
+                         max_cpus=max_cpus, max_gpus=max_gpus, spill_dir=spill_dir, shuffle_partitions=shuffle_partitions)
     try:
         report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
     except BudgetExceededError as exc:

@@ -22,6 +22,8 @@ class RunOptions:
     cache_dir: str | None = None  # the cache tier's directory (--cache-dir); overrides storage.cache.dir
     max_cpus: float | None = None  # most CPUs of the cluster the run may use (--max-cpus; the broker's lendable share)
     max_gpus: float | None = None  # most GPUs of the cluster the run may use (--max-gpus)
+    shuffle_partitions: int | None = None  # Ray: partitions of each global step's shuffle (default 2 per CPU)
+    spill_dir: str | None = None  # Ray: where a local Ray spills its object store to disk (default Ray's, under /tmp)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 A dedup op describes itself as a ``Bucketing``: which (band, key) buckets each row falls in, and
 which rows inside one bucket are duplicates. From that, ``dedup_rows`` runs the whole dataset in
 one process, and an engine can run the same description distributed (keys as a map, buckets via
-a shuffle, edges to the driver, components there). Either way each group of duplicates keeps the
+a shuffle, components by label propagation over shuffles: ``dataflow.engines.ray.components``). Either way each group of duplicates keeps the
 row with the smallest identity (``__source__``, unique per row), so the result does not depend on
 partitioning, shard count, engine or order.
 """

@@ -50,6 +50,10 @@ SYSLOG_LINES = [
 SYSLOG_PATTERN = r"(?P<host>\S+) %(?P<facility>[A-Z]+)-(?P<severity>\d)-(?P<event>[A-Z_]+):(?:.* (?P<port>Eth\S+))?"
 CASTS = [{"a": "12", "b": "true"}, {"a": " 7 ", "b": "no"}, {"a": "abc", "b": "yes"}, {"a": None, "b": "1"}, {"a": "1e3", "b": "0"}]
 LABELS_CSV = "link,label,rx\na,gold,x\nc,bad,y\nd,none,z\n"
+# Null keys and a skewed key: "hot" holds half the rows.
+SKEW = [{"k": "hot" if i % 2 == 0 else (None if i % 10 == 1 else f"k{i % 7}"), "v": i, "t": 3 * i} for i in range(40)]
+SKEW_LABELS = [{"k": "hot", "label": "H"}, {"k": "k3", "label": "T"}, {"k": None, "label": "N"}, {"k": "zz", "label": "Z"}]
+SKEW_SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64()), ("t", pa.int64())])
 # A JSONL source with one line that is not UTF-8 and one that is not JSON: one row error each.
 RAW_JSONL = b'{"ts": 1, "link": "a"}\n{"ts": 2, "link": "b\xff"}\n{"ts": 3, "link":\n\n{"ts": 4, "link": "d \xc3\xa9"}\n'
 
@@ -64,6 +68,9 @@ class Data:
     casts: str
     labels: str
     jsonl: str
+    skew: str = ""
+    skew_labels: str = ""
+    empty: str = ""
 
     def row(self, i: int, **extra: Any) -> dict[str, Any]:
         return {**LINKS[i], "__source__": f"{self.links}#row={i}", **extra}
@@ -89,9 +96,12 @@ def write_data(root: pathlib.Path) -> Data:
     pq.write_table(pa.Table.from_pylist(CASTS), root / "casts.parquet")
     (root / "labels.csv").write_text(LABELS_CSV)
     (root / "raw.jsonl").write_bytes(RAW_JSONL)
+    pq.write_table(pa.Table.from_pylist(SKEW, schema=SKEW_SCHEMA), root / "skew.parquet", row_group_size=8)  # 5 row groups: 5 read tasks
+    pq.write_table(pa.Table.from_pylist(SKEW_LABELS), root / "skew_labels.parquet")
+    pq.write_table(SKEW_SCHEMA.empty_table(), root / "empty.parquet")
     return Data(
         str(root / "links.parquet"), str(root / "tele.txt"), str(root / "syslog.txt"), str(root / "casts.parquet"), str(root / "labels.csv"),
-        str(root / "raw.jsonl"),
+        str(root / "raw.jsonl"), str(root / "skew.parquet"), str(root / "skew_labels.parquet"), str(root / "empty.parquet"),
     )
 
 
@@ -133,6 +143,35 @@ def _windows(d: Data) -> list[dict[str, Any]]:
         {"link": k, "window_start": s, "window_end": s + 3600, "n": n, "lo": lo, "sl": sl, "__source__": f"{d.links}#row={r}#window={s}"}
         for k, s, n, lo, sl, r in spec
     ]
+
+
+def _skew_groups(d: Data, key) -> dict[Any, list[int]]:
+    groups: dict[Any, list[int]] = {}
+    for i, r in enumerate(SKEW):
+        groups.setdefault(key(r), []).append(i)
+    return groups
+
+
+def _skew_source(d: Data, rows: list[int]) -> str:
+    return min(f"{d.skew}#row={i}" for i in rows)
+
+
+def _skew_aggregate(d: Data) -> list[dict[str, Any]]:
+    return [{"k": k, "n": len(g), "s": sum(SKEW[i]["v"] for i in g), "__source__": _skew_source(d, g)} for k, g in _skew_groups(d, lambda r: r["k"]).items()]
+
+
+def _skew_window(d: Data) -> list[dict[str, Any]]:
+    groups = _skew_groups(d, lambda r: (r["k"], r["t"] // 30 * 30))
+    return [{"k": k, "window_start": w, "window_end": w + 30, "n": len(g), "__source__": _skew_source(d, g)} for (k, w), g in groups.items()]
+
+
+def _skew_join(d: Data) -> list[dict[str, Any]]:
+    labels = {r["k"]: r["label"] for r in SKEW_LABELS if r["k"] is not None}
+    left = [{**r, "label": labels.get(r["k"]), "__source__": f"{d.skew}#row={i}"} for i, r in enumerate(SKEW)]
+    seen = {r["k"] for r in SKEW}
+    right = [{"k": r["k"], "v": None, "t": None, "label": r["label"], "__source__": f"{d.skew_labels}#row={j}"}
+             for j, r in enumerate(SKEW_LABELS) if r["k"] is None or r["k"] not in seen]
+    return left + right
 
 
 CASES: dict[str, Case] = {
@@ -277,6 +316,32 @@ CASES: dict[str, Case] = {
         lambda d: [d.row(i) for i in (3, 4)],
         sources={"labels": "labels"},
     ),
+    "aggregate_null_and_skewed_keys": Case(
+        "skew", [{"op": "table.aggregate", "params": {"keys": ["k"], "aggregations": {"n": "count(*)", "s": "sum(v)"}}}], _skew_aggregate,
+    ),
+    "dedup_null_and_skewed_keys": Case(
+        "skew", [{"op": "table.dedup", "params": {"keys": ["k"], "order_by": "v", "keep": "last"}}],
+        lambda d: [{**SKEW[max(g)], "__source__": f"{d.skew}#row={max(g)}"} for g in _skew_groups(d, lambda r: r["k"]).values()],
+    ),
+    "window_null_and_skewed_keys": Case(
+        "skew", [{"op": "table.window_aggregate", "params": {"keys": ["k"], "size": 30, "time_column": "t", "aggregations": {"n": "count(*)"}}}], _skew_window,
+    ),
+    "join_full_null_and_skewed_keys": Case(
+        "skew", [{"op": "table.join", "params": {"right": "labels", "keys": ["k"], "how": "full"}}], _skew_join, sources={"labels": "skew_labels"},
+    ),
+    "aggregate_empty_input": Case("empty", [{"op": "table.aggregate", "params": {"keys": ["k"], "aggregations": {"n": "count(*)"}}}], lambda d: []),
+    "aggregate_all_rows_empty_input": Case("empty", [{"op": "table.aggregate", "params": {"aggregations": {"n": "count(*)", "s": "sum(v)"}}}],
+                                           lambda d: [{"n": 0, "s": None, "__source__": None}]),
+    "dedup_empty_input": Case("empty", [{"op": "table.dedup", "params": {"keys": ["k"], "order_by": "v"}}], lambda d: []),
+    "window_empty_input": Case("empty", [{"op": "table.window_aggregate", "params": {"keys": ["k"], "size": 30, "time_column": "t", "aggregations": {"n": "count(*)"}}}],
+                               lambda d: []),
+    "join_right_empty_input": Case(
+        "empty", [{"op": "table.join", "params": {"right": "labels", "keys": ["k"], "how": "right"}}],
+        lambda d: [{"k": r["k"], "v": None, "t": None, "label": r["label"], "__source__": f"{d.skew_labels}#row={j}"} for j, r in enumerate(SKEW_LABELS)],
+        sources={"labels": "skew_labels"},
+    ),
+    "join_empty_input": Case("empty", [{"op": "table.join", "params": {"right": "labels", "keys": ["k"], "how": "left"}}], lambda d: [],
+                             sources={"labels": "skew_labels"}),
 }
 
 
@@ -288,6 +353,9 @@ def _uri(d: Data, name: str) -> dict[str, Any]:
         "casts": {"uri": d.casts, "format": "parquet"},
         "labels": {"uri": d.labels, "format": "csv"},
         "jsonl": {"uri": d.jsonl, "format": "jsonl"},
+        "skew": {"uri": d.skew, "format": "parquet"},
+        "skew_labels": {"uri": d.skew_labels, "format": "parquet"},
+        "empty": {"uri": d.empty, "format": "parquet"},
     }[name]
 
 

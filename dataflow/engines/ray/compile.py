@@ -68,7 +68,7 @@ class RayStage:
 
 @dataclass(frozen=True)
 class RayGlobal:
-    """A global op (dedup, aggregation): a Ray-specific distributed lowering, or the whole dataset at once."""
+    """A global op (dedup, aggregation, join): hash shuffles of the rows, never a gather at the driver."""
 
     name: str
     label: str
@@ -77,6 +77,7 @@ class RayGlobal:
     num_cpus: float | None = None  # num_cpus, num_gpus, batch_size: for the map a distributed
     num_gpus: float | None = None  # lowering runs (e.g. MinHash signatures)
     batch_size: int | None = None
+    shuffle: str = ""  # what ``explain`` shows of the op's shuffles
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class RayJob:
             if isinstance(s, RayGlobal):
                 res = ", ".join(f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("batch_size", s.batch_size)) if v is not None)
                 lines.append(f"{s.name}: global[{s.label}] via {s.strategy}" + (f", {res}" if res else ""))
+                lines.append(f"    shuffle: {s.shuffle}")
                 continue
             res = ", ".join(
                 f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("memory", s.memory), ("concurrency", s.concurrency)) if v is not None
@@ -113,7 +115,7 @@ class RayJob:
             pool = "actor pool" if s.compute == "actors" else "tasks"
             lines.append(f"{s.name}: map_batches[{s.label}] as {pool}, batch_size={s.batch_size}" + (f", {res}" if res else ""))
         for name, sub in self.inputs:
-            lines.append(f"source '{name}' (gathered at the driver, bound by name for the steps that read it):")
+            lines.append(f"source '{name}' (materialized in Ray's object store, shuffled with the rows of the steps that read it):")
             lines += ["    " + line for line in sub.describe().splitlines()[1:]]
         w = self.write
         if w is not None:
@@ -154,14 +156,16 @@ def _single(node, plan: LogicalPlan, number: int) -> RayStage:
 
 
 def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
-    from dataflow.engines.ray.global_ops import RAY_GLOBAL_OPS
+    from dataflow.engines.ray.global_ops import RAY_GLOBAL_OPS, describe_shuffle
 
     distributed = node.op.name in RAY_GLOBAL_OPS
+    params = node.params.model_dump()
     return RayGlobal(
         name=f"stage-{number}",
         label=node.op.name,
-        call=StepCall(index=node.index, op=node.ref or node.op.name, params=node.params.model_dump()),
-        strategy="distributed Ray lowering" if distributed else "materialize, then one call over all rows",
+        call=StepCall(index=node.index, op=node.ref or node.op.name, params=params),
+        strategy="distributed Ray lowering" if distributed else "hash shuffle, then the op once per partition",
+        shuffle=describe_shuffle(node.op.name, params),
         num_cpus=node.resources.num_cpus,
         num_gpus=node.resources.num_gpus or None,
         batch_size=node.resources.batch_size or (TABLE_BATCH_SIZE if node.resources.num_gpus else None),

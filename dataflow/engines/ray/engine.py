@@ -24,7 +24,7 @@ class RayEngine:
 
         from dataflow.engines.ray.session import ensure_ray
 
-        ensure_ray(options.address, options.object_store_memory)
+        ensure_ray(options.address, options.object_store_memory, options.spill_dir)
         ctx = DataContext.get_current()
         ctx.enable_progress_bars = bool(options.progress and sys.stderr.isatty())
         ctx.print_on_execution_start = False
@@ -38,14 +38,14 @@ class RayEngine:
         from dataflow.engines.ray.run import build_dataset, stream_written
 
         self._start(options)
-        ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs, cache=ctx.cache)
+        ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs, cache=ctx.cache, partitions=options.shuffle_partitions)
         return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress, ctx.publish_root)
 
     def take(self, job: RayJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         from dataflow.engines.ray.run import build_dataset
 
         self._start(options)
-        ds = build_dataset(job, ctx.side, ctx.storage_options, limit=n)
+        ds = build_dataset(job, ctx.side, ctx.storage_options, limit=n, partitions=options.shuffle_partitions)
         rows: list[dict[str, Any]] = []
         for batch in ds.iter_batches(batch_size=None, batch_format=ARROW):
             batch = from_arrow(batch)

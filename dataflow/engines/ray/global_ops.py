@@ -1,178 +1,137 @@
-"""Global ops on Ray: distributed lowerings by op name, else the whole dataset in one call.
+"""Global ops on Ray: every one runs distributed through hash shuffles; no row reaches the driver.
 
-A distributed lowering is ``fn(ds, stage, side) -> ds`` registered in ``RAY_GLOBAL_OPS``. Without
-one, the rows are gathered at the driver and the op's function runs once over all of them: exact,
-and fine for the data one machine holds.
+A table op that groups by keys (``table.aggregate``, ``table.window_aggregate``, ``table.dedup``,
+``table.join``) is hash-partitioned on its keys (``shuffle.hash_shuffle``: one Ray Data
+``groupby(partition).map_groups``), and the op's own Arrow implementation runs once per partition:
+all rows of a key meet in one partition, so the result is the op's, exactly. A join shuffles both
+sides on the keys (one shuffle for both). An aggregation without keys, and any other global op
+(``text.dedup_semantic``, a user's global op), runs in one partition: one Ray task holds its
+rows, never the driver.
 
-The dedup ops (``dataflow.ops.dedup.BUCKETINGS``) lower distributed: bucket keys as a map, bucket
-sizes through a hash aggregation, only rows in shared buckets travel to the driver, which finds
-the duplicate groups (connected components) and sends back the identities (``__source__``, unique
-per row) to drop. The key map gets
-the step's resources, so ``resources: {num_gpus: ...}`` puts MinHash signatures on GPUs.
+The dedup ops declared with a ``Bucketing`` (``dataflow.ops.dedup.BUCKETINGS``) lower to
+``components.bucket_dedup``: duplicate edges and connected components stay distributed.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
+import pyarrow as pa
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import ARROW, RayGlobal
-from dataflow.engines.ray.session import cluster_cpus
-from dataflow.runtime.batch import concat, from_arrow, length, to_arrow
-from dataflow.runtime.stage import StageExecutor, StepCall
+from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F401  (tests/gpu)
+from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
+from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
+from dataflow.runtime.batch import from_arrow, to_arrow
+from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["RAY_GLOBAL_OPS", "apply_global", "key_map_kwargs"]
-
-_CHUNK_ROWS = 1024
-_BAND_MIX = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15 as int64: spreads band ids over keys
+__all__ = ["PARTITIONED_OPS", "RAY_GLOBAL_OPS", "apply_global", "describe_shuffle", "key_map_kwargs"]
 
 
-def _gather(ds) -> dict[str, np.ndarray]:
-    return concat([from_arrow(b) for b in ds.iter_batches(batch_size=None, batch_format=ARROW)])
+#: Table ops run per hash partition of their ``keys`` param.
+PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.dedup", "table.join")
 
 
-def apply_global(ds, stage: RayGlobal, side: SideOutputs):
-    """Return the dataset after the global op of ``stage``."""
-    import ray
-
-    lowering = RAY_GLOBAL_OPS.get(stage.label)
-    if lowering is not None:
-        return lowering(ds, stage, side)
-    cols = _gather(ds)
-    executor = StageExecutor([stage.call])
-    if not cols:
-        return ds
-    out, errors, stats = executor(cols)
-    side.write(stage.name, batch_key(cols.get(SOURCE, [])), errors, stats)
-    n = length(out)
-    # Arrow blocks, not pandas: pandas 3 turns None in string columns into NaN.
-    blocks = [to_arrow({k: v[i : i + _CHUNK_ROWS] for k, v in out.items()}) for i in range(0, max(n, 1), _CHUNK_ROWS)]
-    return ray.data.from_arrow(blocks)
+def describe_shuffle(op: str, params: dict[str, Any]) -> str:
+    """The ``shuffle:`` line of ``dataflow explain`` for a global op: each shuffle it runs, in order."""
+    parts = "P partitions (--shuffle-partitions; default 2 per CPU)"
+    if op in RAY_GLOBAL_OPS:
+        return (f"key map -> groupby(partition).map_groups on bucket (band, key), {parts} -> per component round (until no label changes; "
+                "rounds = longest duplicate chain + 1): on edge, then on node -> on __source__ with the rows, dropping all but each group's smallest")
+    keys = list(params.get("keys") or [])
+    if op == "table.dedup" and not keys:
+        return f"groupby(partition).map_groups on every user column, {parts}"
+    if op in PARTITIONED_OPS and keys:
+        both = " of both sides (the named source too)" if op == "table.join" else ""
+        return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
+    return "groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)"
 
 
-class _BucketRows:
-    """Map: each row's (band, key, value) buckets, with its identity (``__source__``)."""
+class _PartitionOp:
+    """Per partition: run the op over the partition's rows; counters and row errors as a stage task writes them."""
 
-    def __init__(self, call: StepCall, num_gpus: float | None):
-        self.call, self.num_gpus = call, num_gpus
-        self._keys = None
+    def __init__(self, stage, side: SideOutputs, right: str | None, schemas: tuple = (None, None)):
+        self.stage, self.side, self.right, self.schemas = stage, side, right, schemas
 
-    def __call__(self, batch: dict) -> dict:
-        if self._keys is None:
-            from dataflow.engines.ray.devices import worker_calls
-            from dataflow.ops.dedup import BUCKETINGS
-            from dataflow.ops.registry import get_op
+    def __call__(self, part: int, left: pa.Table | None, right: pa.Table | None = None) -> pa.Table:
+        from dataflow.ops.table.named import bind_tables
 
-            # Here, in the worker: ``device: auto`` resolves against the GPUs Ray gave this task.
-            (call,), _ = worker_calls([self.call], self.num_gpus)
-            spec = get_op(call.op)
-            self._keys = BUCKETINGS[spec.name](spec.params(**call.params)).keys
-        buckets = self._keys(batch)
-        return {SOURCE: np.asarray(batch[SOURCE], dtype=object)[buckets.row], "band": buckets.band, "key": buckets.key, "value": buckets.value}
+        call = self.stage.call
+        if self.stage.label == "table.aggregate" and not call.params.get("keys") and (left is None or left.num_rows == 0):
+            return self._no_rows()
+        # A join side without rows in this partition: an empty table of its schema (known at the driver).
+        left = left if left is not None or self.schemas[0] is None else self.schemas[0].empty_table()
+        if self.right is not None and right is None and self.schemas[1] is not None:
+            right = self.schemas[1].empty_table()
+        if left is None:  # no block at all
+            return pa.table({})
+        if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and call.params.get("how") in ("right", "full"):
+            return self._right_only(part, left, right)
+        cols = from_arrow(left)
+        with bind_tables(**({self.right: right} if self.right is not None else {})):
+            out, errors, stats = StageExecutor([call])(cols)
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(cols.get(SOURCE, [])), errors, stats)
+        return to_arrow(out)
 
-
-def _bucket_id(band: np.ndarray, key: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.asarray(key, dtype=np.int64) ^ (np.asarray(band, dtype=np.int64) * _BAND_MIX)
-
-
-def _shared_buckets(sizes: dict) -> dict:
-    """Map over bucket sizes: the ids of buckets holding more than one row."""
-    big = sizes["count()"] > 1
-    return {"bucket": _bucket_id(sizes["band"][big], sizes["key"][big])}
-
-
-class _InSharedBuckets:
-    """Map: keep bucket rows whose bucket holds more than one row."""
-
-    def __init__(self, shared: np.ndarray):
-        self.shared = shared
-
-    def __call__(self, batch: dict) -> dict:
-        keep = np.isin(_bucket_id(batch["band"], batch["key"]), self.shared)
-        return {k: v[keep] for k, v in batch.items()}
-
-
-class _DropRows:
-    """Map: drop rows whose identity (``__source__``) is in ``drop``; count rows in and out per batch."""
-
-    def __init__(self, drop: set, op: str, index: int, side: SideOutputs):
-        self.drop, self.op, self.index, self.side = drop, op, index, side
-
-    def __call__(self, batch) -> dict:
-        import time
-
+    def _right_only(self, part: int, left: pa.Table, right: pa.Table) -> pa.Table:
+        """A right or full join where this partition has right rows only (the executor skips an empty batch)."""
+        from dataflow.ops.table.join import join_arrow
         from dataflow.runtime.stage import StepStats
 
-        batch = from_arrow(batch)
-        start = time.perf_counter()
-        sources = batch.get(SOURCE, np.array([], dtype=object))
-        keep = np.fromiter((s not in self.drop for s in sources), dtype=bool, count=len(sources))
-        st = StepStats(rows_in=len(keep), rows_out=int(keep.sum()))
-        st.drops[self.op] = st.rows_in - st.rows_out
-        st.seconds = time.perf_counter() - start
-        self.side.write(f"global-{self.index}", batch_key(sources), [], {self.index: st})
-        return {k: v[keep] for k, v in batch.items()}
+        p = self.stage.call.params
+        keys = list(p["keys"])
+        # A left side with no rows at all may carry null-typed columns, which Arrow's join refuses.
+        typed = [right.schema.field(c).type if c in keys else (pa.string() if pa.types.is_null(t) else t) for c, t in zip(left.column_names, left.schema.types)]
+        left = pa.table({c: pa.array([], t) for c, t in zip(left.column_names, typed)})
+        out = join_arrow(left, right, keys, p["how"], p.get("suffix", "_right"))
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(right.column(SOURCE).to_pylist() if SOURCE in right.column_names else []), [],
+                        {self.stage.call.index: StepStats(rows_in=0, rows_out=out.num_rows)})
+        return out
+
+    def _no_rows(self) -> pa.Table:
+        """An aggregation over no rows: one row, counts 0 and the rest null (as in SQL and on Spark)."""
+        from dataflow.ops.table.expr import parse_aggregation
+        from dataflow.runtime.stage import StepStats
+
+        aggs = {n: parse_aggregation(t) for n, t in self.stage.call.params["aggregations"].items()}
+        row = {n: pa.array([0], pa.int64()) if a.func == "count" else pa.nulls(1) for n, a in aggs.items()}
+        self.side.write(f"{self.stage.name}-p0", batch_key([]), [], {self.stage.call.index: StepStats(rows_in=0, rows_out=1)})
+        return pa.table({**row, SOURCE: pa.nulls(1, pa.string())})
 
 
-def _rows(ds) -> dict[str, np.ndarray]:
-    return concat(list(ds.iter_batches(batch_size=None, batch_format="numpy")))
+def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = None, partitions: int | None = None):
+    """Return the dataset after the global op of ``stage``, run distributed (see the module docstring).
 
-
-def _identities_to_drop(candidates: dict[str, np.ndarray], match) -> set:
-    """Every identity in a duplicate group except the group's smallest."""
-    from dataflow.ops.dedup import Buckets, bucket_edges, components
-
-    if not candidates or len(candidates[SOURCE]) == 0:
-        return set()
-    sources = candidates[SOURCE].astype(str)
-    rows = np.arange(len(sources), dtype=np.int64)
-    a, b = bucket_edges(Buckets(rows, candidates["band"].astype(np.int64), candidates["key"].astype(np.int64), candidates["value"].astype(np.int64)), match)
-    nodes, node_of = np.unique(sources, return_inverse=True)
-    labels = components(len(nodes), node_of[a], node_of[b])
-    return set(nodes[labels != np.arange(len(nodes))].tolist())
-
-
-def key_map_kwargs(stage: RayGlobal) -> dict[str, Any]:
-    """``map_batches`` arguments of a dedup's key map: the step's CPUs, GPUs and batch size per task."""
-    kwargs: dict[str, Any] = {"batch_format": "numpy", "zero_copy_batch": False}
-    if stage.num_cpus is not None:
-        kwargs["num_cpus"] = stage.num_cpus
-    if stage.num_gpus:
-        kwargs["num_gpus"] = stage.num_gpus
-    if stage.batch_size:
-        kwargs["batch_size"] = stage.batch_size  # Ray Data requires one with GPUs
-    return kwargs
-
-
-def _bucket_dedup(ds, stage: RayGlobal, side: SideOutputs):
-    """Distributed lowering of a dedup op declared with a ``Bucketing``."""
-    from dataflow.ops.dedup import BUCKETINGS
-    from dataflow.ops.registry import get_op
-
+    ``named``: the materialized datasets of the pipeline's named sources (a join's right side).
+    ``partitions``: the shuffle partition count (default: 2 per cluster CPU).
+    """
+    lowering = RAY_GLOBAL_OPS.get(stage.label)
+    if lowering is not None:
+        return lowering(ds, stage, side, partitions)
     call = stage.call
-    spec = get_op(call.op)
-    bucketing = BUCKETINGS[spec.name](spec.params(**call.params))
-    ds = ds.materialize()  # read and upstream steps run once for the two passes below
-    if ds.count() == 0:
-        return ds
-    keys = ds.map_batches(_BucketRows(call, stage.num_gpus), **key_map_kwargs(stage)).materialize()
-    drop: set = set()
-    if keys.count():
-        partitions = max(1, min(keys.num_blocks(), int(cluster_cpus()) * 2))
-        sizes = keys.groupby(["band", "key"], num_partitions=partitions).count()
-        shared_rows = _rows(sizes.map_batches(_shared_buckets, batch_format="numpy", zero_copy_batch=False))
-        shared = np.unique(shared_rows["bucket"]) if shared_rows else np.empty(0, dtype=np.int64)
-        if len(shared):
-            candidates = _rows(keys.map_batches(_InSharedBuckets(shared), batch_format="numpy", zero_copy_batch=False))
-            drop = _identities_to_drop(candidates, bucketing.match)
-    return ds.map_batches(_DropRows(drop, spec.name, call.index, side), batch_format=ARROW)
+    if stage.label not in PARTITIONED_OPS:
+        return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
+    if stage.label == "table.aggregate" and not call.params.get("keys"):
+        # Seeded: the one partition runs even over an input without blocks (one row, count 0).
+        return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
+    keys: Any = list(call.params.get("keys") or [])
+    if stage.label == "table.dedup" and not keys:
+        from dataflow.ops.table.dedup import dedup_keys
+
+        keys = dedup_keys  # every user column: resolved from each block's columns
+    parts = shuffle_partitions(partitions) if keys else 1
+    if stage.label != "table.join":
+        return hash_shuffle([(ds, keys)], parts, _PartitionOp(stage, side, None))
+    name = call.params["right"]
+    if not named or name not in named:
+        raise KeyError(f"{stage.name}: table.join reads the named source '{name}', which the job does not read; declare it under sources:")
+    ds = ds.materialize()  # in the object store: its schema (plan-sized) stands for partitions without left rows
+    schemas = tuple(getattr(d.schema(), "base_schema", None) for d in (ds, named[name]))
+    return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
 
 
-RAY_GLOBAL_OPS: dict[str, Callable[[Any, Any, SideOutputs], Any]] = {
-    "image.dedup_phash": _bucket_dedup,
-    "text.dedup_exact": _bucket_dedup,
-    "text.dedup_minhash": _bucket_dedup,
+RAY_GLOBAL_OPS: dict[str, Callable[..., Any]] = {
+    "image.dedup_phash": bucket_dedup,
+    "text.dedup_exact": bucket_dedup,
+    "text.dedup_minhash": bucket_dedup,
 }

@@ -15,7 +15,6 @@ from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
-from dataflow.ops.table.named import bind_tables
 from dataflow.runtime.batch import Columns, concat, from_arrow, length, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StageExecutor, StepStats
@@ -194,12 +193,19 @@ def _within_limits(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_dataset(
-    job: RayJob, side: SideOutputs, storage_options: dict, limit: int | None = None, inputs: tuple[str, ...] | None = None, cache: dict | None = None
+    job: RayJob,
+    side: SideOutputs,
+    storage_options: dict,
+    limit: int | None = None,
+    inputs: tuple[str, ...] | None = None,
+    cache: dict | None = None,
+    partitions: int | None = None,
 ):
     """Return the streaming dataset of the job's rows after every stage (not yet written).
 
     ``inputs`` restricts the read to those files (one shard); otherwise the source is listed.
     ``cache`` (``{dir, max_bytes}``) reads remote files through the node-local cache tier.
+    ``partitions``: the global steps' shuffle partition count (default ``shuffle.shuffle_partitions``).
     """
     import ray
 
@@ -225,30 +231,28 @@ def build_dataset(
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache)
         ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
-    tables = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
-    with bind_tables(**tables):  # global ops run at the driver while this is built: a join finds its right side
-        for stage in job.stages:
-            if isinstance(stage, RayGlobal):
-                ds = apply_global(ds, stage, side)
-                continue
-            kwargs = _stage_kwargs(stage)
-            if stage.compute == "actors":
-                ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
-            else:
-                ds = ds.map_batches(StageFn(stage, side), **kwargs)
+    named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
+    for stage in job.stages:
+        if isinstance(stage, RayGlobal):
+            ds = apply_global(ds, stage, side, named=named, partitions=partitions)
+            continue
+        kwargs = _stage_kwargs(stage)
+        if stage.compute == "actors":
+            ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
+        else:
+            ds = ds.map_batches(StageFn(stage, side), **kwargs)
     return ds
 
 
 def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: dict | None):
-    """Read a named source and run its steps; its read counters are not the run's input rows."""
+    """Read a named source and run its steps into Ray's object store (not the driver); its read counters are not the run's input rows."""
     from dataclasses import replace
 
     from connectors.registry import filesystem
-    from dataflow.runtime.batch import to_arrow
     from dataflow.runtime.stats import read_stats
 
     own = replace(side, stats_dir=posixpath.join(posixpath.dirname(side.stats_dir), f"_stats_source_{batch_key([job.read.source.uri])}"))
-    cols = concat([from_arrow(b) for b in build_dataset(job, own, storage_options, cache=cache).iter_batches(batch_size=None, batch_format=ARROW)])
+    ds = build_dataset(job, own, storage_options, cache=cache).materialize()
     fs = filesystem(side.uri, side.storage_options)
     stats = read_stats(fs, [own.stats_dir])
     read = stats.pop(READ_STEP, None)
@@ -257,7 +261,7 @@ def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: d
     side.write("source", batch_key([job.read.source.uri]), [], stats)
     if fs.exists(own.stats_dir):
         fs.rm(own.stats_dir, recursive=True)
-    return to_arrow(cols)
+    return ds
 
 
 def stream_written(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id: str, progress: bool, publish_root: str | None = None) -> list[Any]:

@@ -124,6 +124,29 @@ def test_explain_names_the_ray_read_that_runs(tmp_path, source, read):
     assert f"read: {read}" in result.output
 
 
+def test_explain_shows_each_shuffle_of_the_ray_global_steps(tmp_path):
+    text = """\
+name: g
+engine: ray
+source: {uri: /t, format: parquet}
+sources: {labels: {uri: /l.csv, format: csv}}
+steps:
+  - {op: table.join, params: {right: labels, keys: [link], how: left}}
+  - {op: table.aggregate, params: {keys: [link], aggregations: {n: "count(*)"}}}
+  - {op: table.aggregate, params: {aggregations: {n: "count(*)"}}}
+sink: {uri: /o}
+"""
+    result = CliRunner().invoke(cli, ["explain", _write(tmp_path, text)])
+    assert result.exit_code == 0, result.output
+    shuffles = [line.strip() for line in result.output.splitlines() if line.strip().startswith("shuffle:")]
+    assert shuffles == [
+        "shuffle: groupby(partition).map_groups of both sides (the named source too) on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
+        "shuffle: groupby(partition).map_groups on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
+        "shuffle: groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)",
+    ]
+    assert "gathered at the driver" not in result.output
+
+
 def test_set_override_reaches_the_plan():
     result = CliRunner().invoke(cli, ["explain", str(ROOT / "pipelines" / "thumbnails.yaml"), "--set", "steps[2].params.max_side=99"])
     assert "max_side=99" in result.output
