@@ -72,15 +72,21 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["ray", "spark"])
     parser.add_argument("--steps", nargs="+", default=list(STEPS))
     parser.add_argument("--json")
+    parser.add_argument("--write", nargs=2, metavar=("ROWS", "FOLDER"), help=argparse.SUPPRESS)
     parser.add_argument("--one", nargs=5, metavar=("ENGINE", "STEP", "DATA", "SIDE", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(run_one(*args.one)))
         return
+    if args.write:
+        print(json.dumps(write_input(pathlib.Path(args.write[1]), int(args.write[0]))))
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for rows in args.rows:
-            data, side = write_input(pathlib.Path(tmp), rows)
+            # In a child: Linux keeps a process's peak RSS across exec, so this one stays small for the runs it starts.
+            made = subprocess.run([sys.executable, __file__, "--write", str(rows), tmp], capture_output=True, text=True, check=True)
+            data, side = json.loads(made.stdout.strip().splitlines()[-1])
             for step in args.steps:
                 for engine in [e for e in args.engines if e == "ray" or step not in RAY_ONLY]:
                     out = str(pathlib.Path(tmp) / f"out-{engine}-{step}-{rows}")
