@@ -89,7 +89,25 @@ class _Pieces:
 
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
-    return pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowTypeError:  # Ray's fixed- and variable-shape tensor columns do not merge; as tensor structs they do
+        return pa.concat_tables([_tensor_structs(t) for t in tables], promote_options="permissive")
+
+
+def _tensor_structs(table: pa.Table) -> pa.Table:
+    """``table`` with each extension (tensor) column as dataflow's ``{shape, dtype, data}`` struct column."""
+    from dataflow.runtime.batch import from_arrow, to_arrow
+
+    names = [f.name for f in table.schema if isinstance(f.type, pa.ExtensionType)]
+    if not names:
+        return table
+    plain = to_arrow(from_arrow(table.select(names)))
+    for name in names:
+        table = table.set_column(table.schema.get_field_index(name), name, plain.column(name))
+    return table
 
 
 def _apply(group: pa.Table, fn: Callable[..., pa.Table], sides: int) -> pa.Table:
