@@ -8,9 +8,8 @@
   reference is the op itself called once on all rows in this process (its distributed lowering
   must not change what it keeps).
 
-Profile ``dataflow-ci``: ``EXAMPLES`` (12) examples per property and engine, 6 for the Ray dedups
-that checkpoint shards before their global step; no deadline, no shrinking, derandomized, no
-example database, so CI runs the same examples every time (about 2.5 minutes on 2 cores).
+Profile ``dataflow-ci``: ``EXAMPLES`` (12) examples per property and engine; no deadline, no
+shrinking, derandomized, no example database, so CI runs the same examples every time.
 """
 from __future__ import annotations
 
@@ -36,7 +35,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 CI = settings.get_profile("dataflow-ci")
-GLOBAL = settings(CI, max_examples=6)  # a global step checkpoints each shard first: ~5-10 s an example on 2 cores
 QUIET = RunOptions(progress=False)
 
 # Names users give their columns, dataflow's old names among them, and non-ASCII ones.
@@ -148,7 +146,7 @@ _DOC = st.fixed_dictionaries({
 })
 
 
-@GLOBAL
+@CI
 @given(files=st.lists(st.lists(_DOC, max_size=8), min_size=1, max_size=4), files_per_shard=st.sampled_from([1, 2, 64]),
        batch_size=st.sampled_from([1, 3, 1000]))
 def test_dedup_exact_keeps_the_smallest_identity_of_each_group(ray_local, files, files_per_shard: int, batch_size: int):
@@ -184,7 +182,7 @@ def test_table_dedup_keeps_the_first_or_last_then_the_smallest_identity(engine: 
 _NEAR = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "数据", "🙂"]), min_size=6, max_size=12).map(" ".join)
 
 
-@GLOBAL
+@CI
 @given(texts=st.lists(st.lists(_NEAR, max_size=6), min_size=1, max_size=3), files_per_shard=st.sampled_from([1, 64]),
        batch_size=st.sampled_from([2, 1000]))
 def test_dedup_minhash_on_ray_equals_the_op_on_all_rows_at_once(ray_local, texts, files_per_shard: int, batch_size: int):
