@@ -23,7 +23,7 @@ from dataflow.errors import DataflowError, RunError
 from dataflow.ops.declare import OpKind
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.build import source_refs
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Shuffle, Step, Write
+from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write, steps_of
 from dataflow.plan.handoff import MixedJob, split_at_handoffs
 from dataflow.plan.rules import DEFAULT_RULES, AssignEngines
 from dataflow.report.html import write_html_report
@@ -249,7 +249,7 @@ def _split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPla
     engine = plan.nodes[cut].engine
     checkpoint_sink = SinkSpec(uri=plan.spec.sink.uri, format="parquet")
     # Named sources feed joins, which are global: the map part reads them only if a step names one.
-    steps = [s for n in plan.nodes[:cut] for s in (n.steps if isinstance(n, FusedMap) else (n,)) if isinstance(s, Step)]
+    steps = steps_of(plan.nodes[:cut])
     inputs = plan.inputs if any(source_refs(s) for s in steps) else ()
     head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)), inputs=inputs)
     source = SourceSpec(uri=checkpoint_uri, format="parquet", options={"keep_lineage": True})  # the rows keep their input's lineage
@@ -452,8 +452,7 @@ def _chains(plan: LogicalPlan) -> list[list[Counted]]:
     """The plan's steps as the balance check sees them: the main chain from the read, then each named source's."""
 
     def counted(nodes) -> list[Counted]:
-        steps = [s for n in nodes for s in (n.steps if isinstance(n, FusedMap) else (n,)) if isinstance(s, Step)]
-        return [Counted(s.index, f"{s.path} ({s.op.name})", FANS_OUT if s.op.kind is OpKind.FLAT_MAP else RESHAPES if s.op.reshapes else CONSERVES) for s in steps]
+        return [Counted(s.index, f"{s.path} ({s.op.name})", FANS_OUT if s.op.kind is OpKind.FLAT_MAP else RESHAPES if s.op.reshapes else CONSERVES) for s in steps_of(nodes)]
 
     return [[Counted(-1, "read"), *counted(plan.nodes)], *(counted(side.nodes) for side in plan.inputs)]
 

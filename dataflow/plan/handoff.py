@@ -10,7 +10,7 @@ from typing import Any
 
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.plan.build import source_refs
-from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Read, Step, Write
+from dataflow.plan.nodes import Handoff, LogicalPlan, Read, Write, steps_of
 
 __all__ = ["MixedJob", "handoff_placeholder", "split_at_handoffs"]
 
@@ -20,15 +20,8 @@ def handoff_placeholder(number: int) -> str:
     return f"<sink>/_tmp/<run_id>/<shard>/handoff-{number}"
 
 
-def _steps(nodes) -> list[Step]:
-    out: list[Step] = []
-    for n in nodes:
-        out += list(n.steps) if isinstance(n, FusedMap) else ([n] if isinstance(n, Step) else [])
-    return out
-
-
 def _segment(plan: LogicalPlan, nodes: list, read: Read, write: Write) -> LogicalPlan:
-    names = {ref for s in _steps(nodes) for ref in source_refs(s)}
+    names = {ref for s in steps_of(nodes) for ref in source_refs(s)}
     spec = plan.spec.model_copy(update={"source": read.source, "sink": write.sink})
     return replace(plan, spec=spec, nodes=(read, *nodes, write), inputs=tuple(i for i in plan.inputs if i.name in names))
 

@@ -9,7 +9,7 @@ from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
 from dataflow.ops.declare import OpSpec, Resources
 
 __all__ = [
-    "Filter", "FlatMap", "FusedMap", "Handoff", "LogicalPlan", "Map", "Node", "Read", "Shuffle", "SideInput", "Step", "Write", "source_columns",
+    "Filter", "FlatMap", "FusedMap", "Handoff", "LogicalPlan", "Map", "Node", "Read", "Shuffle", "SideInput", "Step", "Write", "source_columns", "steps_of",
 ]
 
 _MEDIA_COLUMNS = frozenset({SOURCE, "bytes"})
@@ -168,3 +168,8 @@ class LogicalPlan:
             if n.engine and (not out or out[-1] != n.engine) and not isinstance(n, Handoff):
                 out.append(n.engine)
         return tuple(out)
+
+
+def steps_of(nodes) -> list[Step]:
+    """The steps among ``nodes``, in order, with each fused stage's steps in its place."""
+    return [s for n in nodes for s in (n.steps if isinstance(n, FusedMap) else (n,)) if isinstance(s, Step)]

@@ -3,22 +3,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Step
+from dataflow.plan.nodes import FusedMap, LogicalPlan, Step, steps_of
 
 __all__ = ["DraftJpegDecodes"]
 
 _DECODE, _RESIZE = "image.decode", "image.resize"
 _SHAPE_COLUMNS = ("width", "height")
-
-
-def _steps(plan: LogicalPlan) -> list[Step]:
-    out = []
-    for node in plan.nodes:
-        if isinstance(node, FusedMap):
-            out += node.steps
-        elif isinstance(node, Step):
-            out.append(node)
-    return out
 
 
 def _draft_for(decode: Step, later: list[Step]) -> int | None:
@@ -48,7 +38,7 @@ class DraftJpegDecodes:
     """
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
-        steps = _steps(plan)
+        steps = steps_of(plan.nodes)
         changed: dict[int, Step] = {}
         for i, step in enumerate(steps):
             if step.op.name != _DECODE:

@@ -119,9 +119,7 @@ def from_arrow(table: pa.Table | pa.RecordBatch) -> Columns:
             chunks = [c.to_numpy(zero_copy_only=False) for c in col.chunks]
             cols[name] = np.concatenate(chunks) if chunks else np.empty(0, dtype=object)
         elif _python_values(col):
-            cols[name] = column_array(col.to_pylist())
-            if cols[name].dtype != object:  # a nested column's cells stay Python values
-                cols[name] = cols[name].astype(object)
+            cols[name] = column_array(col.to_pylist())  # nulls or nested cells: an object array
         else:
             arr = col.to_numpy(zero_copy_only=False)
             if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) or pa.types.is_string(col.type):
