@@ -19,6 +19,8 @@ import importlib.util
 import itertools
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["EMPTY", "band_keys", "minhash_signatures", "optimal_bands", "permutations", "shingle_values"]
 
@@ -50,9 +52,32 @@ def _q_powers(n: int) -> np.ndarray:
     return _powers(np.uint64(_Q), n + 1)[1:]
 
 
+def _utf8(texts, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(UTF-8 bytes of all documents, int64 offsets: document d is ``data[offsets[d]:offsets[d + 1]]``); null is empty.
+
+    Lowercasing is Arrow's ``utf8_lower`` (Unicode's simple case mapping), so every backend reads
+    the same bytes and a batch never becomes Python strings.
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if not isinstance(texts, pa.Array):
+        try:
+            texts = pa.array(texts, type=pa.large_string(), from_pandas=True)
+        except (pa.ArrowException, UnicodeEncodeError):  # lone surrogates: Python lowercases, bytes as Python holds them
+            texts = pa.array([((t or "").lower() if lowercase else (t or "")).encode("utf-8", "surrogatepass") for t in texts], pa.large_binary())
+            lowercase = False
+    if lowercase:
+        texts = pc.utf8_lower(texts)
+    texts = pc.fill_null(texts.cast(pa.large_binary()), b"")
+    _, offsets, data = texts.buffers()
+    offsets = np.frombuffer(offsets, dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
+    return (np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, dtype=np.uint8)), offsets
+
+
 def _words(texts, lowercase: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(utf-8 bytes of all words joined by spaces, word start offsets, words per document)."""
-    docs = [((t or "").lower() if lowercase else (t or "")).split() for t in texts]
+    data, offsets = _utf8(texts, lowercase)
+    docs = [data[offsets[d] : offsets[d + 1]].tobytes().decode("utf-8", "surrogatepass").split() for d in range(len(offsets) - 1)]
     counts = np.fromiter((len(d) for d in docs), dtype=np.int64, count=len(docs))
     blob = np.frombuffer(" ".join(itertools.chain.from_iterable(docs)).encode("utf-8", "surrogatepass"), dtype=np.uint8)
     return blob, counts, np.flatnonzero(blob == 32)
@@ -140,7 +165,7 @@ def minhash_signatures(
         ngram: Words per shingle.
         num_perm: Permutations (signature length).
         seed: Seed of the permutations; signatures compare only under the same seed.
-        lowercase: Lowercase before splitting into words.
+        lowercase: Lowercase (Unicode simple case mapping) before splitting into words.
         device: "cpu" or "cuda" (torch).
         backend: "numpy", "numba" or "torch"; default: torch on cuda, else numba when installed.
     """
@@ -149,8 +174,8 @@ def minhash_signatures(
     if backend == "numba":
         from dataflow.ops.text.minhash_numba import signatures
 
-        blob, counts, spaces = _words(texts, lowercase)
-        return signatures(blob, spaces, counts, ngram, a, b)
+        data, offsets = _utf8(texts, lowercase)
+        return signatures(data, offsets, ngram, a, b)
     x, doc = shingle_values(texts, ngram, lowercase)
     if backend == "torch":
         return _min_torch(x, doc, len(texts), a, b, device)
