@@ -128,6 +128,10 @@ class MixedEngine:
             sub = replace(sub, inputs=tuple(list_files(src.uri, src.format, src.options, ctx.storage_options)))
         return self.engines[k], self.engines[k].compile(plan), sub
 
+    def start(self, options: RunOptions) -> None:
+        for engine in self.engines:
+            engine.start(options)
+
     def execute(self, job: MixedJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         from connectors.registry import filesystem
 
@@ -302,7 +306,10 @@ def run_pipeline(
     if shard is None:  # shard runs may run side by side (an Indexed Job): each keeps to its own tmp
         sweep_tmp(fs, layout)
     start = time.monotonic()
-    inputs, skipped = list_source(source.uri, source.format, source.options, storage)
+    with ThreadPoolExecutor(max_workers=1) as lister:
+        listing = lister.submit(list_source, source.uri, source.format, source.options, storage)
+        engine.start(options)  # on this (the main) thread, while the inputs are listed
+        inputs, skipped = listing.result()
     if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, parquet_schema(inputs[0], storage))
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.

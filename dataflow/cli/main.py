@@ -1,4 +1,4 @@
-"""The ``dataflow`` CLI: run, validate, explain, ops, version.
+"""The ``dataflow`` CLI: run, validate, explain, ops, version, up/down and the command groups.
 
 Exit codes: 0 success (row errors included), 1 run failure, 2 spec or usage error.
 """
@@ -52,6 +52,7 @@ def cli() -> None:
 @click.option("--restart", is_flag=True, help="Discard the progress of an interrupted run instead of resuming it.")
 @click.option("--shard", "shard_text", metavar="I/N", help="Run only the I-th of N deterministic input shards and stage it (publish with 'dataflow commit').")
 @click.option("--quiet", is_flag=True, help="Print no progress and no summary.")
+@click.option("--verbose", is_flag=True, help="Also print Ray's and Spark's own INFO and WARNING lines and Ray workers' output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout instead of the summary (progress stays on stderr).")
 @click.option(
     "--cache-dir", help="Read remote inputs through a node-local cache in this folder (overrides storage.cache.dir and DATAFLOW_CACHE_DIR; '' turns it off)."
@@ -59,7 +60,7 @@ def cli() -> None:
 @_broker_options
 @_debug_option
 @_handle_errors
-def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_partitions, spark_master, report_path, restart, shard_text, quiet, cache_dir, as_json,
+def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_partitions, spark_master, report_path, restart, shard_text, quiet, verbose, cache_dir, as_json,
         cluster, clusters_file, explain_placement, wait, gpu_type, max_cpus, max_gpus):
     """Run PIPELINE to its sink and commit the output.
 
@@ -84,7 +85,7 @@ def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_pa
         return run_on_cluster(spec, cluster, clusters_file, explain=explain_placement, wait=wait, gpu_type=gpu_type, restart=restart,
                               shard=shard_text, cache_dir=cache_dir, report_path=report_path, quiet=quiet, as_json=as_json)
     options = RunOptions(address=address, spark_master=spark_master, object_store_memory=object_store_memory, progress=not quiet, cache_dir=cache_dir,
-                         max_cpus=max_cpus, max_gpus=max_gpus, spill_dir=spill_dir, shuffle_partitions=shuffle_partitions)
+                         max_cpus=max_cpus, max_gpus=max_gpus, spill_dir=spill_dir, shuffle_partitions=shuffle_partitions, verbose=verbose)
     try:
         report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
     except BudgetExceededError as exc:
@@ -204,6 +205,7 @@ from dataflow.cli.k8s import k8s  # noqa: E402
 from dataflow.cli.cache import cache  # noqa: E402
 from dataflow.cli.report import report  # noqa: E402
 from dataflow.cli.clusters import clusters, jobs  # noqa: E402
+from dataflow.cli.local_ray import down, up  # noqa: E402
 
 cli.add_command(commit)
 cli.add_command(errors)
@@ -213,6 +215,8 @@ cli.add_command(cache)
 cli.add_command(report)
 cli.add_command(clusters)
 cli.add_command(jobs)
+cli.add_command(up)
+cli.add_command(down)
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ class RunOptions:
     max_gpus: float | None = None  # most GPUs of the cluster the run may use (--max-gpus)
     shuffle_partitions: int | None = None  # Ray: partitions of each global step's shuffle (default 2 per CPU)
     spill_dir: str | None = None  # Ray: where a local Ray spills its object store to disk (default Ray's, under /tmp)
+    verbose: bool = False  # show the engines' own INFO and WARNING lines and Ray workers' output (--verbose)
 
 
 @dataclass

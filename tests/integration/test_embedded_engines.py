@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +57,41 @@ def test_quickstart_starts_its_own_ray_and_prints_the_summary(fresh_env, tmp_pat
     assert len(rows) == 37 and all(max(r["width"], r["height"]) <= 256 and r["bytes"][:4] == b"RIFF" for r in rows)
     # The run's own local Ray lived under this RAY_TMPDIR: it joined no other cluster.
     assert list((ray_tmp / "ray").glob("session_2*")), sorted(p.name for p in ray_tmp.rglob("*"))[:20]
+    # Quiet by default: Ray's own INFO / WARNING lines (Python's and its C++ core's) stay out of the output.
+    assert not re.search(r"\b(INFO|WARNING)\b|^\[\d{4}-\d\d-\d\d [\d:,]+ [IWE] ", out.stderr, re.M), out.stderr
+
+
+def test_dataflow_up_keeps_a_warm_local_ray_that_runs_join_until_down(fresh_env, tmp_path):
+    env, ray_tmp = fresh_env
+    env = {**env, "DATAFLOW_STATE_DIR": str(tmp_path / "state")}
+    (tmp_path / "t.jsonl").write_text("".join(f'{{"text": "document number {i}"}}\n' for i in range(30)))
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(
+        f"name: warm\nengine: ray\nsource: {{uri: '{tmp_path / 't.jsonl'}', format: jsonl}}\n"
+        "steps:\n  - op: text.filter_length\n    params: {min_chars: 18}\n"
+        f"sink: {{uri: '{tmp_path / 'out'}', format: parquet}}\n"
+    )
+
+    def dataflow(*args):
+        out = subprocess.run([sys.executable, "-m", "dataflow", *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return out
+
+    up = dataflow("up")
+    address = re.search(r"local Ray started at (127\.0\.0\.1:\d+)", up.stdout).group(1)
+    try:
+        assert f"already running at {address}" in dataflow("up").stdout
+        run = dataflow("run", str(pipeline), "--verbose", "--json", "--set", "sink.mode=overwrite")
+        assert f"Connecting to existing Ray cluster at address: {address}" in run.stderr
+        assert (json.loads(run.stdout)["rows_in"], json.loads(run.stdout)["rows_out"]) == (30, 20)
+        assert json.loads(dataflow("run", str(pipeline), "--quiet", "--json", "--set", "sink.mode=overwrite").stdout)["rows_out"] == 20
+        # The warm cluster keeps its own temp folder: a plain ray.init() elsewhere never finds it to join.
+        assert not (ray_tmp / "ray" / "ray_current_cluster").exists()
+    finally:
+        down = dataflow("down")
+    assert f"stopped the local Ray at {address}" in down.stdout
+    assert not (tmp_path / "state" / "local-ray.json").exists()
+    assert "no local Ray was running" in dataflow("down").stdout
 
 
 def test_a_table_pipeline_starts_its_own_local_spark(fresh_env, tmp_path):

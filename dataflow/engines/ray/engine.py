@@ -19,12 +19,16 @@ class RayEngine:
     def compile(self, plan) -> RayJob:
         return compile_plan(plan)
 
-    def _start(self, options: RunOptions) -> None:
-        from ray.data import DataContext
+    def start(self, options: RunOptions) -> None:
+        """Start or join Ray (the runner calls it on the main thread, while it lists the inputs) and set up Ray Data."""
+        import logging
 
         from dataflow.engines.ray.session import ensure_ray
 
-        ensure_ray(options.address, options.object_store_memory, options.spill_dir)
+        ensure_ray(options.address, options.object_store_memory, options.spill_dir, verbose=options.verbose)  # before ray is imported
+        from ray.data import DataContext
+
+        logging.getLogger("ray.data").setLevel(logging.INFO if options.verbose else logging.ERROR)
         ctx = DataContext.get_current()
         ctx.enable_progress_bars = bool(options.progress and sys.stderr.isatty())
         ctx.print_on_execution_start = False
@@ -37,14 +41,14 @@ class RayEngine:
     def execute(self, job: RayJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         from dataflow.engines.ray.run import build_dataset, stream_written
 
-        self._start(options)
+        self.start(options)
         ds = build_dataset(job, ctx.side, ctx.storage_options, inputs=ctx.inputs, cache=ctx.cache, partitions=options.shuffle_partitions)
         return stream_written(job, ds, ctx.storage_options, ctx.tmp_data, ctx.run_id, options.progress, ctx.publish_root)
 
     def take(self, job: RayJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         from dataflow.engines.ray.run import build_dataset
 
-        self._start(options)
+        self.start(options)
         ds = build_dataset(job, ctx.side, ctx.storage_options, limit=n, partitions=options.shuffle_partitions)
         rows: list[dict[str, Any]] = []
         for batch in ds.iter_batches(batch_size=None, batch_format=ARROW):

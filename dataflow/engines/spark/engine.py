@@ -42,6 +42,12 @@ class SparkEngine:
         pinned = source.model_copy(update={"options": {**source.options, "schema": fields}})
         return replace(job, read=replace(job.read, source=pinned))
 
+    def start(self, options: RunOptions) -> None:
+        """Start or join the Spark session (the runner calls it while it lists the inputs)."""
+        from dataflow.engines.spark.session import ensure_spark
+
+        ensure_spark(options.spark_master)
+
     def _files(self, job: SparkJob, ctx: RunContext) -> list[str]:
         from connectors.registry import list_files
 

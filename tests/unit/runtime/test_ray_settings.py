@@ -1,9 +1,15 @@
-"""Ray memory settings: the object store size and spilling folder a local Ray starts with, the shuffle partition count."""
+"""Ray session settings: object store size and spilling folder, shuffle partitions, quiet logs, the record of ``dataflow up``."""
 from __future__ import annotations
 
 import json
+import logging
+import os
+import pathlib
+import subprocess
+import sys
+import time
 
-from dataflow.engines.ray import session, shuffle
+from dataflow.engines.ray import local_cluster, session, shuffle
 
 
 class _FakeRay:
@@ -39,3 +45,29 @@ def test_shuffle_partitions_given_else_environment_else_two_per_cpu(monkeypatch)
     assert shuffle.shuffle_partitions() == 6
     monkeypatch.setenv("DATAFLOW_RAY_SHUFFLE_PARTITIONS", "5")
     assert (shuffle.shuffle_partitions(), shuffle.shuffle_partitions(12)) == (5, 12)
+
+
+def test_ray_is_quiet_unless_verbose(monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    fake = _FakeRay()
+    session._init(fake, None, None)
+    assert (fake.kwargs["logging_level"], fake.kwargs["log_to_driver"]) == (logging.ERROR, False)
+    session._init(fake, None, None, verbose=True)
+    assert (fake.kwargs["logging_level"], fake.kwargs["log_to_driver"]) == (logging.INFO, True)
+
+
+def test_a_record_of_dataflow_up_whose_process_is_gone_is_ignored(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATAFLOW_STATE_DIR", str(tmp_path))
+    assert local_cluster.running() is None  # no record
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "local-ray.json").write_text(json.dumps({"address": "127.0.0.1:1", "pid": gone.pid, "log": ""}))
+    assert local_cluster.running() is None
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exited, not yet reaped
+    while pathlib.Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)
+    (tmp_path / "local-ray.json").write_text(json.dumps({"address": "127.0.0.1:1", "pid": zombie.pid, "log": ""}))
+    assert local_cluster.running() is None
+    zombie.wait()
+    (tmp_path / "local-ray.json").write_text(json.dumps({"address": "127.0.0.1:1", "pid": os.getpid(), "log": ""}))
+    assert local_cluster.running() == local_cluster.LocalCluster("127.0.0.1:1", os.getpid(), "")
