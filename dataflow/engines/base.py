@@ -124,6 +124,9 @@ class Engine(Protocol):
 
     def compile(self, plan: Any) -> CompiledJob: ...
 
+    def start(self, options: RunOptions) -> None:
+        """Start or join the engine's session; the runner calls it on the main thread while it lists the inputs."""
+
     def execute(self, job: CompiledJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         """Run the job to its shard writers; return the ``WrittenFile`` entries."""
 
