@@ -56,9 +56,9 @@ class Pipeline:
         return self._with(steps=[*self._data.get("steps", []), step])
 
     def write(self, uri: str, *, format: str = "parquet", mode: str = "error", **options: Any) -> Pipeline:
-        """Set the sink; ``rows_per_file``, ``max_file_bytes`` and ``lineage`` are sink keys, others format options."""
+        """Set the sink; ``rows_per_file``, ``max_file_bytes``, ``lineage`` and ``keep`` are sink keys, others format options."""
         sink: dict[str, Any] = {"uri": uri, "format": format, "mode": mode}
-        for key in ("rows_per_file", "max_file_bytes", "lineage"):
+        for key in ("rows_per_file", "max_file_bytes", "lineage", "keep"):
             if key in options:
                 sink[key] = options.pop(key)
         if options:

@@ -91,6 +91,11 @@ class SinkSpec(_Model):
     lineage: bool = Field(
         True, description="Write dataflow's lineage column __source__ (input URI and row position) next to the user's columns; false leaves it out."
     )
+    keep: list[str] = Field(
+        default_factory=list,
+        description="Columns to write even though a step consumed them (a decode's encoded bytes, which the sink otherwise leaves out; "
+        "dataflow explain lists what it leaves out).",
+    )
     options: dict[str, Any] = Field(
         default_factory=dict,
         description="Format options: for files, 'column' (bytes column, default 'bytes') and "

@@ -207,6 +207,7 @@ class OpSpec:
     gpu_resources: Resources | None = None
     input_types: tuple[tuple[str, ColumnType], ...] = ()
     reshapes: bool = False
+    consumes: tuple[str, ...] = ()
 
     @property
     def drops_rows(self) -> bool:
@@ -273,6 +274,11 @@ class OpSpec:
 
         return fill(self.inputs), fill(self.outputs)
 
+    def consumed(self, params: pydantic.BaseModel) -> tuple[str, ...]:
+        """The input columns this step turns into its outputs (``consumes``), templates filled in."""
+        values = params.model_dump()
+        return tuple(str(values[m.group(1)]) if (m := _TEMPLATE_RE.match(n)) else n for n in self.consumes)
+
     def typed_inputs(self, params: pydantic.BaseModel) -> dict[str, ColumnType]:
         """Return input column -> expected kind, with ``{param}`` templates filled in."""
         values = params.model_dump()
@@ -312,6 +318,7 @@ def op(
     output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
     input_types: dict[str, str] | None = None,
     reshapes: bool = False,
+    consumes: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
 
@@ -337,6 +344,9 @@ def op(
             (aggregations, joins): the run's row-conservation check does not hold it to
             ``rows_in == rows_out + dropped + errored``. Other global ops (dedups) count every
             input row they do not pass on as dropped.
+        consumes: Entries of ``inputs`` whose data the outputs replace (a decode's encoded
+            bytes): the sink leaves such a column out unless a later step reads it, a later step
+            writes it anew, or ``sink.keep`` names it.
     """
     from dataflow.ops.registry import register
 
@@ -375,6 +385,8 @@ def op(
             m = _TEMPLATE_RE.match(col)
             if m and m.group(1) not in names:
                 raise OpDefinitionError(f"op '{name}': column template '{col}' names no parameter")
+        if not set(consumes) <= set(inputs):
+            raise OpDefinitionError(f"op '{name}': consumes must list entries of inputs, got {consumes!r}")
         for col, expected in (input_types or {}).items():
             if col not in inputs or expected not in ColumnType._value2member_map_:
                 raise OpDefinitionError(f"op '{name}': input_types must map entries of inputs to one of {[t.value for t in ColumnType]}, got {col!r}: {expected!r}")
@@ -403,6 +415,7 @@ def op(
             output_columns=output_columns,
             input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
             reshapes=reshapes,
+            consumes=tuple(consumes),
         )
         register(spec)
         return spec

@@ -23,7 +23,12 @@ def _describe(node, engine: bool) -> list[str]:
         return [f"{node.label} uri={node.source.uri}{opts}{tag}"]
     if isinstance(node, Write):
         s = node.sink
-        return [f"{node.label} uri={s.uri} mode={s.mode}{tag}"]
+        lines = [f"{node.label} uri={s.uri} mode={s.mode}{tag}"]
+        if node.columns is not None:
+            lines.append(f"    writes columns: {', '.join(node.columns)}")
+        if node.leaves_out:
+            lines.append(f"    leaves out: {', '.join(node.leaves_out)} (consumed by a decode; sink.keep writes it)")
+        return lines
     if isinstance(node, Handoff):
         return [f"{node.label} parquet in <sink>/_tmp/<run_id>/<shard>/handoff-{node.number}/ (removed after commit)"]
     if isinstance(node, FusedMap):

@@ -106,6 +106,8 @@ class Write:
 
     sink: SinkSpec
     engine: str | None = None
+    leaves_out: tuple[str, ...] = ()  # consumed input columns the sink does not write (plan.rules_media.LeaveOutConsumedInputs)
+    columns: tuple[str, ...] | None = None  # what it writes, when the source's columns are known at plan time
 
     @property
     def label(self) -> str:

@@ -7,7 +7,7 @@ from typing import Callable, Protocol
 from dataflow.errors import EngineCapabilityError, SpecIssue
 from dataflow.ops.declare import Modality, OpKind, OpSpec, Resources
 from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Step
-from dataflow.plan.rules_media import DraftJpegDecodes
+from dataflow.plan.rules_media import DraftJpegDecodes, LeaveOutConsumedInputs
 
 __all__ = ["DEFAULT_RULES", "AssignEngines", "FuseAdjacentMaps", "InsertHandoffs", "Rule", "optimize"]
 
@@ -192,7 +192,7 @@ class InsertHandoffs:
         return replace(plan, nodes=tuple(out))
 
 
-DEFAULT_RULES: tuple[Rule, ...] = (AssignEngines(), FuseAdjacentMaps(), InsertHandoffs(), DraftJpegDecodes())
+DEFAULT_RULES: tuple[Rule, ...] = (AssignEngines(), FuseAdjacentMaps(), InsertHandoffs(), DraftJpegDecodes(), LeaveOutConsumedInputs())
 
 
 def optimize(plan: LogicalPlan, rules: tuple[Rule, ...] = DEFAULT_RULES) -> LogicalPlan:

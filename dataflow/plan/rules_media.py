@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Step, steps_of
+from dataflow.columns import SOURCE
+from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Step, Write, source_columns, steps_of
 
-__all__ = ["DraftJpegDecodes"]
+__all__ = ["DraftJpegDecodes", "LeaveOutConsumedInputs"]
 
 _DECODE, _RESIZE = "image.decode", "image.resize"
 _SHAPE_COLUMNS = ("width", "height")
@@ -58,3 +59,58 @@ class DraftJpegDecodes:
             return node
 
         return replace(plan, nodes=tuple(swap(n) for n in plan.nodes))
+
+
+def _touches(step: Step, column: str) -> bool:
+    from dataflow.plan.validate import param_reads  # validate imports the rules
+
+    inputs, outputs = step.op.columns(step.params)
+    return column in inputs or column in outputs or column in param_reads(step.params)[0]
+
+
+def consumed_left_out(steps: list[Step], sink) -> tuple[str, ...]:
+    """The consumed input columns (``@op(consumes=...)``) the sink need not write.
+
+    A column a step consumed (a decode's encoded bytes) is left out unless a later step reads or
+    writes it, ``sink.keep`` names it, or the sink's format writes it as the file itself
+    (``files`` / ``webdataset``: their ``column`` option, default ``bytes``).
+    """
+    member = sink.options.get("column", "bytes") if sink.format in ("files", "webdataset") else None
+    out: list[str] = []
+    for i, step in enumerate(steps):
+        for column in step.op.consumed(step.params):
+            if column in step.op.columns(step.params)[1] or column in sink.keep or column == member or column in out:
+                continue
+            if not any(_touches(later, column) for later in steps[i + 1 :]):
+                out.append(column)
+    return tuple(out)
+
+
+def _reaching(plan: LogicalPlan, steps: list[Step]) -> frozenset[str] | None:
+    """The columns that reach the sink, when the source's are known (media, text), else None."""
+    read = next((n for n in plan.nodes if isinstance(n, Read)), None)
+    columns = source_columns(read.source) if read else None
+    for step in steps:
+        if columns is None:
+            return None
+        columns = step.op.output_columns(columns, step.params) if step.op.output_columns else columns | set(step.op.columns(step.params)[1])
+    return columns
+
+
+class LeaveOutConsumedInputs:
+    """Do not write what a step consumed: a decode's raw bytes stay out of the sink by default.
+
+    The column still flows to every later step (it is left out at the write only), so no step
+    sees different data; lineage (``__source__``) is kept. ``sink.keep`` writes it after all.
+    The Write node records what it leaves out, and the columns it writes when they are known
+    before the data is read, for ``dataflow explain``.
+    """
+
+    def apply(self, plan: LogicalPlan) -> LogicalPlan:
+        steps = steps_of(plan.nodes)
+        sink = plan.spec.sink
+        left_out = consumed_left_out(steps, sink)
+        reaching = _reaching(plan, steps)
+        written = None if reaching is None else tuple(sorted(c for c in reaching if c not in left_out and (sink.lineage or c != SOURCE)))
+        nodes = tuple(replace(n, leaves_out=left_out, columns=written) if isinstance(n, Write) else n for n in plan.nodes)
+        return replace(plan, nodes=nodes)

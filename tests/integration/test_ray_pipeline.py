@@ -181,3 +181,14 @@ def test_stateful_op_runs_as_an_actor_pool_built_once_per_actor(ray_local, tmp_p
     rows = _rows(tmp_path / "out")
     assert len(rows) == 40 and len({r["pid"] for r in rows}) == 1
     assert sorted({r["calls"] for r in rows}) == [1, 2, 3, 4]
+
+
+def test_decoded_images_are_written_without_their_raw_bytes_unless_kept(ray_local, image_dir, tmp_path):
+    """The decode consumed `bytes`: the sink leaves it out by default, and writes it with sink.keep."""
+    def columns(out, **sink):
+        p = dataflow.read(str(image_dir), format="image").apply("image.decode").apply("image.resize", max_side=32)
+        run_pipeline(p.write(str(tmp_path / out), **sink).with_errors(max_error_ratio=0.5).spec, RunOptions(progress=False))
+        return set(pq.read_table(next((tmp_path / out).glob("*.parquet"))).column_names)
+
+    assert columns("default") == {"__source__", "image", "width", "height"}
+    assert columns("kept", keep=["bytes"]) == {"__source__", "image", "width", "height", "bytes"}

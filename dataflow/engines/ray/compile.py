@@ -87,6 +87,7 @@ class RayWrite:
     sink: SinkSpec
     rows_per_file: int
     max_file_bytes: int
+    leaves_out: tuple[str, ...] = ()  # consumed input columns not written
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
 
 def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
     s = node.sink
-    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES)
+    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out)
 
 
 _LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _lower_global}

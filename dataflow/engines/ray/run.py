@@ -88,7 +88,7 @@ class ShardWriter:
     """Write one batch as output file(s): local sinks under the run's temporary data folder.
 
     Files are named after the batch's ``__source__``, which is left out of them when the sink
-    says ``lineage: false``.
+    says ``lineage: false``; consumed input columns the plan leaves out are not written either.
 
     On remote storage each file is written on local scratch and uploaded whole, once
     (``connectors.storage.scratch``): to its final name under ``publish_root`` when the runner
@@ -111,8 +111,8 @@ class ShardWriter:
         if n == 0:
             return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
         key = batch_key(batch[SOURCE])
-        if not sink.lineage:
-            batch = {k: v for k, v in batch.items() if k != SOURCE}
+        left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
+        batch = {k: v for k, v in batch.items() if k not in left_out}
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
         local = scheme_of(sink.uri) in ("file", "memory")
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)

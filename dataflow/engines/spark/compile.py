@@ -89,6 +89,7 @@ class SparkWrite:
     rows_per_file: int
     native: bool = False  # local Parquet: Spark's own writer
     max_file_bytes: int | None = None  # set: our writers, which also bound a file's bytes
+    leaves_out: tuple[str, ...] = ()  # consumed input columns not written
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
             s = node.sink
             # Spark's own Parquet writer bounds files by rows only.
             native = s.format == "parquet" and scheme_of(s.uri) == "file" and s.max_file_bytes is None
-            write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native, max_file_bytes=s.max_file_bytes)
+            write = SparkWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, native=native, max_file_bytes=s.max_file_bytes, leaves_out=node.leaves_out)
         else:
             if type(node) not in _STEP_NODES:
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")

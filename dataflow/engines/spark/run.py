@@ -295,7 +295,8 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
     w = job.write
     # Files are named after the run and the shard (its tmp folder): shards of one run commit side by side.
     tag = batch_key([run_id, tmp_data])[:8]
-    output = frames.output if w.sink.lineage else frames.output.drop(SOURCE)
+    left_out = [*w.leaves_out, *(() if w.sink.lineage else (SOURCE,))]
+    output = frames.output.drop(*left_out) if left_out else frames.output
     try:
         if w.native:
             written = _native_parquet(output, w, tmp_data, tag)

@@ -15,6 +15,7 @@ _BAD_AUDIO = (sf.LibsndfileError, RuntimeError, ValueError, TypeError, EOFError)
     name="audio.decode",
     modality="audio",
     inputs=("{column}",),
+    consumes=("{column}",),
     input_types={"{column}": "binary"},
     outputs=("{output}", "sample_rate", "duration"),
     batch_format="row",

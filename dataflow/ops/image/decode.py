@@ -110,6 +110,7 @@ def _decode_cuda(data: bytes, mode: str, max_pixels: int) -> np.ndarray | None:
     name="image.decode",
     modality="image",
     inputs=("{column}",),
+    consumes=("{column}",),
     input_types={"{column}": "image_bytes"},
     outputs=("{output}", "width", "height"),
     batch_format="row",
