@@ -194,7 +194,8 @@ class Params(pydantic.BaseModel):
     def __reduce__(self):
         from dataflow.ops.shipping import rebuild_params
 
-        return rebuild_params, (type(self).__dataflow_op__, dict(self))
+        # Not dict(self): a field called ``keys`` would make dict() read the model as a mapping.
+        return rebuild_params, (type(self).__dataflow_op__, {name: getattr(self, name) for name in type(self).model_fields})
 
 
 @dataclass(frozen=True, eq=False)

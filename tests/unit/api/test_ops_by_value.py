@@ -35,6 +35,11 @@ def test_a_builtin_op_travels_as_its_import_reference_with_its_validated_params(
     assert back.op is get_op("image.resize") and back.params == call.params and back.params.max_side == 9
 
 
+def test_params_with_a_field_called_keys_travel():
+    call = StepCall(0, "table.dedup", {"keys": ["k"]})
+    assert pickle.loads(pickle.dumps(call)).params.keys == ["k"]
+
+
 def test_params_are_not_validated_again_on_the_worker(monkeypatch):
     call = StepCall(0, "image.resize", {"max_side": 9})
     blob = pickle.dumps(call)
