@@ -5,7 +5,9 @@ with the pipeline's engine, so every step, counter and ``_errors/`` record works
 Rows held by the driver (pandas, Arrow, rows, Hugging Face) get ``__source__`` =
 ``memory:<name>#row=N``; a Ray or Spark dataset is written by its own engine, in parallel, its rows
 tagged ``memory:<name>#part=<batch>,row=N`` (Ray) or ``memory:<name>#id=N`` (Spark's
-``monotonically_increasing_id``). Rows that already have a ``__source__`` keep it. An
+``monotonically_increasing_id``). Rows that already have a ``__source__`` keep it. A pipeline
+from Spark leaves the engine to the planner (Spark for its native table steps), the others run on
+Ray (a notebook's engine; ``with_engine`` changes it). An
 in-memory source is marked non-resumable in ``explain`` and cannot be rendered for Kubernetes: the
 staging folder is local to this machine (a local Ray or Spark, or a cluster sharing it).
 
@@ -77,7 +79,7 @@ def from_arrow(table, *, name: str = "arrow"):
     folder = staging_folder(name)
     os.makedirs(folder)
     pq.write_table(table, os.path.join(folder, "part-0.parquet"))
-    return _pipeline(folder, name, keep_lineage=True)
+    return _pipeline(folder, name, keep_lineage=True, engine="ray")
 
 
 def from_pandas(df, *, name: str = "pandas"):
@@ -109,9 +111,13 @@ def from_ray(ds, *, name: str = "ray"):
 
 
 def from_spark(df, *, name: str = "spark"):
-    """Start a pipeline over a Spark DataFrame: Spark writes it to the staging folder; the pipeline runs on Spark."""
+    """Start a pipeline over a Spark DataFrame: Spark writes it to the staging folder.
+
+    The engine is left to the planner (``auto``): Spark runs the table steps it lowers natively and
+    hands the rows to Ray for Python functions (``map_batches``, ops without a Spark lowering).
+    """
     folder = staging_folder(name)
     if SOURCE not in df.columns:
         df = df.selectExpr("*", f"concat('memory:{name}#id=', CAST(monotonically_increasing_id() AS STRING)) AS {SOURCE}")
     df.write.parquet(folder)
-    return _pipeline(folder, name, keep_lineage=True, engine="spark")
+    return _pipeline(folder, name, keep_lineage=True)
