@@ -22,6 +22,12 @@ def _scale(batch: pd.DataFrame, *, factor: int = 10) -> pd.DataFrame:
     return batch
 
 
+def _half(row: dict) -> dict:
+    if row["n"] == 3:
+        raise dataflow.RowError("three is refused")
+    return {**row, "half": row["n"] / 2}
+
+
 class _Embed:
     """A callable class: its 'model' is built once per actor."""
 
@@ -65,15 +71,24 @@ def test_arrow_items_and_huggingface_round_trip_on_ray(ray_local):
     assert sum(b.num_rows for b in p.iter_batches(batch_size=3)) == 4
 
 
-def test_spark_dataframe_in_table_steps_and_spark_dataframe_out(spark_local):
+def test_spark_dataframe_in_native_and_python_steps_and_spark_dataframe_out(spark_local):
     df = spark_local.createDataFrame(pd.DataFrame({"n": list(range(40)), "s": ["a"] * 40}))
-    p = dataflow.from_spark(df, name="sdf").filter("n >= 10").with_column("m", "n * 2")
-    out = p.to_spark()
-    assert "engine: spark" in p.explain() and out.count() == 30
-    row = out.orderBy("n").first()
-    assert (row.n, row.m) == (10, 20) and row["__source__"].startswith("memory:sdf#id=")
-    back = dataflow.from_pandas(pd.DataFrame({"n": range(20)}), name="pdf").with_engine("spark").filter("n < 5").to_pandas()
-    assert sorted(back["n"]) == [0, 1, 2, 3, 4] and set(back["__source__"]) == {f"memory:pdf#row={i}" for i in range(5)}
+    p = dataflow.from_spark(df, name="sdf").filter("n < 5").with_column("m", "n * 2").map_batches(_half, batch_format="row")
+    text = p.explain()
+    assert "engine: spark" in text and "udf.half: mapInArrow[the op in Python workers" in text
+    out = p.to_spark().toPandas().sort_values("n")
+    assert out["half"].tolist() == [0.0, 0.5, 1.0, 2.0] and out["m"].tolist() == [0, 2, 4, 8]
+    assert all(s.startswith("memory:sdf#id=") for s in out["__source__"])
+    folder, report = p._run_once()
+    assert (report.rows_in, report.rows_out, report.rows_errored) == (40, 4, 1)
+    errors = [json.loads(line) for f in sorted((pathlib.Path(folder) / "_errors").glob("*.jsonl")) for line in f.read_text().splitlines()]
+    assert [(e["op"], e["error_type"], e["reason"]) for e in errors] == [(p._data["steps"][2]["op"], "RowError", "three is refused")]
+
+
+def test_pandas_in_map_batches_out_on_spark(spark_local):
+    frame = pd.DataFrame({"n": range(20)})
+    back = dataflow.from_pandas(frame, name="pdf").with_engine("spark").map_batches(_scale, batch_format="pandas").to_pandas()
+    assert sorted(back["m"]) == [10 * i for i in range(20)] and set(back["__source__"]) == {f"memory:pdf#row={i}" for i in range(20)}
 
 
 def test_an_op_defined_in_main_runs_on_ray_workers_and_one_ray_session_serves_every_result(ray_local, tmp_path):
