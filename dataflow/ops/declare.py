@@ -13,7 +13,7 @@ import pydantic
 
 from dataflow.errors import OpDefinitionError
 
-__all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Params", "Resources", "declare", "op"]
+__all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Params", "Resources", "op"]
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 _COLUMN_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -363,96 +363,71 @@ def op(
     from dataflow.ops.registry import register
 
     def decorate(target: Callable[..., Any] | type) -> OpSpec:
-        spec = declare(
-            target, name=name, modality=modality, inputs=inputs, outputs=outputs, kind=kind, batch_format=batch_format, resources=resources,
-            extra=extra, requires=requires, needs=needs, output_columns=output_columns, input_types=input_types, reshapes=reshapes,
+        if not _NAME_RE.match(name):
+            raise OpDefinitionError(f"op '{name}': name must match <namespace>.<verb>[_<object>], lower-case and dotted (e.g. video.scene_cut)")
+        if modality not in Modality._value2member_map_:
+            raise OpDefinitionError(f"op '{name}': modality must be one of {', '.join(m.value for m in Modality)}, got {modality!r}")
+        namespace = name.rsplit(".", 1)[0]
+        if namespace in Modality._value2member_map_ and namespace != modality:
+            raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's namespace '{namespace}'")
+        if reshapes and kind != "global":
+            raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
+        if not outputs and kind not in {"filter", "global"}:
+            raise OpDefinitionError(f"op '{name}': outputs must not be empty")
+        for col in (*inputs, *outputs):
+            if not (_COLUMN_RE.match(col) or _TEMPLATE_RE.match(col)):
+                raise OpDefinitionError(f"op '{name}': column '{col}' must be snake_case")
+        stateful = inspect.isclass(target)
+        call = target.__init__ if stateful else target
+        fields_, names = _param_fields(call, name, first=not stateful)
+        if stateful:
+            call_params = list(inspect.signature(target.__call__).parameters)
+            if call_params[1:2] not in (["batch"], ["row"]):
+                raise OpDefinitionError(f"op '{name}': __call__ must take 'batch' or 'row'")
+        summary, arg_docs = _parse_args_doc(target.__doc__ or "")
+        if not summary:
+            raise OpDefinitionError(f"op '{name}': needs a docstring")
+        for n in names:
+            if n not in arg_docs:
+                raise OpDefinitionError(f"op '{name}': parameter '{n}' is not documented under 'Args:'")
+        for need in needs:
+            if need.param not in names:
+                raise OpDefinitionError(f"op '{name}': needs names no parameter '{need.param}'")
+        for col in (*inputs, *outputs):
+            m = _TEMPLATE_RE.match(col)
+            if m and m.group(1) not in names:
+                raise OpDefinitionError(f"op '{name}': column template '{col}' names no parameter")
+        for col, expected in (input_types or {}).items():
+            if col not in inputs or expected not in ColumnType._value2member_map_:
+                raise OpDefinitionError(f"op '{name}': input_types must map entries of inputs to one of {[t.value for t in ColumnType]}, got {col!r}: {expected!r}")
+        model = pydantic.create_model(
+            f"{name.replace('.', '_')}_params",
+            __base__=Params,
+            **{n: (t, pydantic.Field(d, description=arg_docs[n])) for n, (t, d) in fields_.items()},
         )
+        spec = OpSpec(
+            name=name,
+            modality=Modality(modality),
+            kind=OpKind(kind),
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            batch_format=BatchFormat(batch_format),
+            resources=resources,
+            target=target,
+            params=model,
+            summary=summary,
+            doc=inspect.cleandoc(target.__doc__ or ""),
+            param_docs=arg_docs,
+            stateful=stateful,
+            extra=extra,
+            requires=tuple(requires),
+            needs=tuple(needs),
+            output_columns=output_columns,
+            input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
+            reshapes=reshapes,
+        )
+        model.__dataflow_op__ = spec
         register(spec)
         return spec
 
     return decorate
-
-
-def declare(
-    target: Callable[..., Any] | type,
-    *,
-    name: str,
-    modality: str,
-    inputs: tuple[str, ...],
-    outputs: tuple[str, ...],
-    kind: str = "map",
-    batch_format: str = "numpy",
-    resources: Resources = Resources(),
-    extra: str | None = None,
-    requires: tuple[str, ...] = (),
-    needs: tuple[Needs, ...] = (),
-    output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
-    input_types: dict[str, str] | None = None,
-    reshapes: bool = False,
-) -> OpSpec:
-    """Check ``target`` against ``@op``'s rules and return its OpSpec, without registering it (``op`` does that)."""
-    if not _NAME_RE.match(name):
-        raise OpDefinitionError(f"op '{name}': name must match <namespace>.<verb>[_<object>], lower-case and dotted (e.g. video.scene_cut)")
-    if modality not in Modality._value2member_map_:
-        raise OpDefinitionError(f"op '{name}': modality must be one of {', '.join(m.value for m in Modality)}, got {modality!r}")
-    namespace = name.rsplit(".", 1)[0]
-    if namespace in Modality._value2member_map_ and namespace != modality:
-        raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's namespace '{namespace}'")
-    if reshapes and kind != "global":
-        raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
-    if not outputs and kind not in {"filter", "global"}:
-        raise OpDefinitionError(f"op '{name}': outputs must not be empty")
-    for col in (*inputs, *outputs):
-        if not (_COLUMN_RE.match(col) or _TEMPLATE_RE.match(col)):
-            raise OpDefinitionError(f"op '{name}': column '{col}' must be snake_case")
-    stateful = inspect.isclass(target)
-    call = target.__init__ if stateful else target
-    fields_, names = _param_fields(call, name, first=not stateful)
-    if stateful:
-        call_params = list(inspect.signature(target.__call__).parameters)
-        if call_params[1:2] not in (["batch"], ["row"]):
-            raise OpDefinitionError(f"op '{name}': __call__ must take 'batch' or 'row'")
-    summary, arg_docs = _parse_args_doc(target.__doc__ or "")
-    if not summary:
-        raise OpDefinitionError(f"op '{name}': needs a docstring")
-    for n in names:
-        if n not in arg_docs:
-            raise OpDefinitionError(f"op '{name}': parameter '{n}' is not documented under 'Args:'")
-    for need in needs:
-        if need.param not in names:
-            raise OpDefinitionError(f"op '{name}': needs names no parameter '{need.param}'")
-    for col in (*inputs, *outputs):
-        m = _TEMPLATE_RE.match(col)
-        if m and m.group(1) not in names:
-            raise OpDefinitionError(f"op '{name}': column template '{col}' names no parameter")
-    for col, expected in (input_types or {}).items():
-        if col not in inputs or expected not in ColumnType._value2member_map_:
-            raise OpDefinitionError(f"op '{name}': input_types must map entries of inputs to one of {[t.value for t in ColumnType]}, got {col!r}: {expected!r}")
-    model = pydantic.create_model(
-        f"{name.replace('.', '_')}_params",
-        __base__=Params,
-        **{n: (t, pydantic.Field(d, description=arg_docs[n])) for n, (t, d) in fields_.items()},
-    )
-    spec = OpSpec(
-        name=name,
-        modality=Modality(modality),
-        kind=OpKind(kind),
-        inputs=tuple(inputs),
-        outputs=tuple(outputs),
-        batch_format=BatchFormat(batch_format),
-        resources=resources,
-        target=target,
-        params=model,
-        summary=summary,
-        doc=inspect.cleandoc(target.__doc__ or ""),
-        param_docs=arg_docs,
-        stateful=stateful,
-        extra=extra,
-        requires=tuple(requires),
-        needs=tuple(needs),
-        output_columns=output_columns,
-        input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
-        reshapes=reshapes,
-    )
-    model.__dataflow_op__ = spec
-    return spec
