@@ -1,6 +1,6 @@
 """dataflow: one pipeline description, distributed multimodal data processing on Ray and Spark.
 
-``Pipeline``, ``read``, ``op`` and ``Resources`` import on first use, so ``import dataflow`` and
+``Pipeline``, ``read``, ``op``, ``Resources`` and the ``from_*`` constructors import on first use, so ``import dataflow`` and
 ``dataflow --help`` stay fast.
 
 Examples:
@@ -15,14 +15,21 @@ from typing import TYPE_CHECKING, Any
 from dataflow.errors import DataflowError, PipelineSpecError, PlanError, RowError, RunError
 
 if TYPE_CHECKING:
+    from dataflow.memory import from_arrow, from_huggingface, from_items, from_pandas, from_ray, from_spark
     from dataflow.ops.declare import Resources, op
     from dataflow.pipeline import Pipeline, read
 
 __version__ = "0.1.0"
 
-__all__ = ["DataflowError", "Pipeline", "PipelineSpecError", "PlanError", "Resources", "RowError", "RunError", "__version__", "op", "read"]
+__all__ = [
+    "DataflowError", "Pipeline", "PipelineSpecError", "PlanError", "Resources", "RowError", "RunError", "__version__",
+    "from_arrow", "from_huggingface", "from_items", "from_pandas", "from_ray", "from_spark", "op", "read",
+]
 
-_LAZY = {"Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.declare"}
+_LAZY = {
+    "Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.declare",
+    **dict.fromkeys(("from_arrow", "from_huggingface", "from_items", "from_pandas", "from_ray", "from_spark"), "dataflow.memory"),
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -17,12 +17,18 @@ from typing import Any
 from dataflow.dsl.parse import load_pipeline, parse_pipeline
 from dataflow.dsl.spec import PipelineSpec
 from dataflow.dsl.yaml_io import dump, load
+from dataflow.errors import PipelineSpecError, SpecIssue
+from dataflow.fluent import DatasetMethods
 
 __all__ = ["Pipeline", "read"]
 
 
-class Pipeline:
-    """A pipeline under construction or loaded from YAML; every method returns a new Pipeline."""
+class Pipeline(DatasetMethods):
+    """A pipeline under construction or loaded from YAML; every method returns a new Pipeline.
+
+    The dataset methods (``map_batches``, ``filter``, ``to_pandas``, ``show``...) come from
+    ``dataflow.fluent``.
+    """
 
     def __init__(self, data: dict[str, Any]):
         self._data = data
@@ -46,9 +52,9 @@ class Pipeline:
     def _with(self, **changes: Any) -> Pipeline:
         return Pipeline({**self._data, **changes})
 
-    def apply(self, op: str, *, resources: dict[str, Any] | None = None, **params: Any) -> Pipeline:
-        """Append a step: the op's registry name (or ``module:function``) and its params."""
-        step: dict[str, Any] = {"op": op}
+    def apply(self, op: Any, *, resources: dict[str, Any] | None = None, **params: Any) -> Pipeline:
+        """Append a step: the op (its registry name, ``module:function``, or the ``@op`` itself) and its params."""
+        step: dict[str, Any] = {"op": op if isinstance(op, str) else op.name}
         if params:
             step["params"] = params
         if resources:
@@ -85,14 +91,39 @@ class Pipeline:
         return parse_pipeline(self._data)
 
     def to_yaml(self) -> str:
-        """The pipeline as YAML, loadable by ``dataflow run``."""
-        return dump(_spec_data(self.spec))
+        """The pipeline as YAML, loadable by ``dataflow run``.
+
+        An op declared in a module that is neither built in nor a plugin is written as its
+        ``module:function`` reference, so a fresh process can import it.
+
+        Raises:
+            PipelineSpecError: a step holds a function a fresh process cannot import (a plain
+                function given to ``map_batches``, an ``@op`` declared in ``__main__`` or a notebook
+                cell), or the source is in memory.
+        """
+        from dataflow.dsl.yaml_io import format_path
+        from dataflow.ops.registry import yaml_name
+
+        spec = self.spec
+        issues = [SpecIssue(key="source", message="an in-memory source (from_pandas, from_ray, ...) cannot be written as YAML; write it to files first")] if spec.source.in_memory else []
+        data = _spec_data(spec)
+        for path, step in spec.indexed_steps():
+            name, problem = yaml_name(step.op)
+            if problem:
+                issues.append(SpecIssue(key=format_path((*path, "op")), message=problem))
+            elif name != step.op:
+                _rename_op(data, path, name)
+        if issues:
+            raise PipelineSpecError(issues=issues)
+        return dump(data)
 
     def explain(self) -> str:
         """The logical plan, the optimized plan with engines, and the lowered engine job."""
         from dataflow.runner import explain_pipeline
 
-        return explain_pipeline(self.spec)
+        # Without a sink, the results (to_pandas, count...) write to a staging folder.
+        data = self._data if "sink" in self._data else {**self._data, "sink": {"uri": "<staging folder>/output", "format": "parquet"}}
+        return explain_pipeline(parse_pipeline(data))
 
     def __repr__(self) -> str:
         data = self._data
@@ -131,6 +162,13 @@ class Pipeline:
 
         data = self._data if "sink" in self._data else {**self._data, "sink": {"uri": "unused"}}
         return preview_pipeline(parse_pipeline(data), n)
+
+
+def _rename_op(data: dict[str, Any], path: tuple, name: str) -> None:
+    node: Any = data
+    for key in path:
+        node = node[key]
+    node["op"] = name
 
 
 def _spec_data(spec: PipelineSpec) -> dict[str, Any]:

@@ -23,6 +23,7 @@ __all__ = [
     "StorageSpec",
 ]
 
+MEMORY_OPTION = "memory"  # the source option naming an in-memory source (set by dataflow.memory, never in YAML)
 SOURCE_FORMATS = ("audio", "binary", "csv", "image", "jsonl", "parquet", "text", "webdataset")
 SINK_FORMATS = ("files", "jsonl", "parquet", "webdataset")
 SourceFormat = Literal["audio", "binary", "csv", "image", "jsonl", "parquet", "text", "webdataset"]
@@ -52,6 +53,11 @@ class SourceSpec(_Model):
         "(options: bytes_from, the member extensions that fill the bytes column)."
     )
     options: dict[str, Any] = Field(default_factory=dict, description="Reader options (see the README).")
+
+    @property
+    def in_memory(self) -> str | None:
+        """The name of an in-memory source (``dataflow.from_pandas`` and friends stage it as Parquet), else None."""
+        return self.options.get(MEMORY_OPTION)
 
 
 class StepSpec(_Model):

@@ -153,6 +153,11 @@ def render_plan(
     """
     if target not in TARGETS:
         raise PlanError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
+    if plan.spec.source.in_memory:
+        raise PlanError(
+            f"source: '{plan.spec.source.in_memory}' is an in-memory source (from_pandas, from_ray, ...), staged on this machine only; "
+            "a cluster cannot read it: write the data to storage the cluster reads (s3://, hdfs://) and read that"
+        )
     if target == "job":
         check_map_only(plan)
     stages = plan_stages(plan)

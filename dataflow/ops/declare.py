@@ -13,7 +13,7 @@ import pydantic
 
 from dataflow.errors import OpDefinitionError
 
-__all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Resources", "op"]
+__all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Params", "Resources", "op"]
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 _COLUMN_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -182,6 +182,22 @@ def _param_fields(target: Callable[..., Any], op_name: str, first: bool) -> tupl
     return result, names
 
 
+class Params(pydantic.BaseModel):
+    """The base of every op's parameter model: validated once at plan time, shipped as is.
+
+    An instance travels to a worker with its op (``OpSpec`` pickles by value) and is rebuilt there
+    from its values without validating again.
+    """
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    def __reduce__(self):
+        from dataflow.ops.shipping import rebuild_params
+
+        # Not dict(self): a field called ``keys`` would make dict() read the model as a mapping.
+        return rebuild_params, (type(self).__dataflow_op__, {name: getattr(self, name) for name in type(self).model_fields})
+
+
 @dataclass(frozen=True, eq=False)
 class OpSpec:
     """A declared operator; calling it runs the CPU path on one batch (or row)."""
@@ -216,6 +232,12 @@ class OpSpec:
 
     def __call__(self, batch: Any, **params: Any) -> Any:
         return self.bind(self.params(**params))(batch)
+
+    def __reduce__(self):
+        """Travel to a worker by value: by import reference when the op lives in a module, else its callable, cloudpickled."""
+        from dataflow.ops.shipping import reduce_op
+
+        return reduce_op(self)
 
     @property
     def gpu_capable(self) -> bool:
@@ -392,7 +414,7 @@ def op(
                 raise OpDefinitionError(f"op '{name}': input_types must map entries of inputs to one of {[t.value for t in ColumnType]}, got {col!r}: {expected!r}")
         model = pydantic.create_model(
             f"{name.replace('.', '_')}_params",
-            __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
+            __base__=Params,
             **{n: (t, pydantic.Field(d, description=arg_docs[n])) for n, (t, d) in fields_.items()},
         )
         spec = OpSpec(
@@ -417,6 +439,7 @@ def op(
             reshapes=reshapes,
             consumes=tuple(consumes),
         )
+        model.__dataflow_op__ = spec
         register(spec)
         return spec
 

@@ -50,7 +50,7 @@ def resolve_device(device: str, op: str) -> str:
     return "cuda" if cuda_visible() else "cpu"
 
 
-def choose_impl(spec, params: dict[str, Any], num_gpus: float | None, cuda_available: bool) -> tuple[str, dict[str, Any]]:
+def choose_impl(spec, params: Any, num_gpus: float | None, cuda_available: bool) -> tuple[str, Any]:
     """Return the implementation ("cpu" or "gpu") an engine runs for one step, and the params to bind.
 
     The GPU path is taken for ``device: cuda``, and for ``device: auto`` when the step's stage
@@ -60,12 +60,12 @@ def choose_impl(spec, params: dict[str, Any], num_gpus: float | None, cuda_avail
 
     Args:
         spec: The op (an ``OpSpec``).
-        params: The step's validated params, as a dict.
+        params: The step's validated params (the op's param model).
         num_gpus: GPUs the step's stage requests per worker.
         cuda_available: Whether this worker sees a CUDA device.
     """
-    device = params.get("device", "auto")
+    device = getattr(params, "device", "auto")
     gpu = device == "cuda" or (device == "auto" and bool(num_gpus) and cuda_available)
-    if not gpu and "device" in params and device == "auto":
-        params = {**params, "device": "cpu"}
+    if not gpu and "device" in type(params).model_fields and device == "auto":
+        params = params.model_copy(update={"device": "cpu"})
     return ("gpu" if gpu and spec.gpu_target is not None else "cpu"), params

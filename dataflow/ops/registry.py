@@ -14,7 +14,7 @@ import re
 
 from dataflow.errors import OpDefinitionError, UnknownOpError
 
-__all__ = ["BUILTIN_OPS", "ENTRY_POINT_GROUP", "all_ops", "get_op", "register", "suggest"]
+__all__ = ["BUILTIN_OPS", "ENTRY_POINT_GROUP", "all_ops", "free_local_name", "get_op", "is_local", "register", "register_local", "suggest", "yaml_name"]
 
 ENTRY_POINT_GROUP = "dataflow.ops"
 # Kept sorted; a test checks it against the modules under dataflow/ops/<family>/.
@@ -30,6 +30,7 @@ BUILTIN_OPS = (
 )
 
 _REGISTRY: dict = {}
+_LOCAL: dict = {}  # ops made from plain functions (``Pipeline.map_batches``): this process only, never listed
 _REFERENCE_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _entry_points_loaded = False
 
@@ -46,6 +47,25 @@ def register(spec) -> None:
     if spec.name in _REGISTRY and _REGISTRY[spec.name].target is not spec.target:
         raise OpDefinitionError(f"op '{spec.name}' is already registered by {_REGISTRY[spec.name].target.__module__}")
     _REGISTRY[spec.name] = spec
+
+
+def free_local_name(base: str) -> str:
+    """``base``, or ``base_2``, ``base_3``... whichever no op holds yet."""
+    name, n = base, 1
+    while name in _LOCAL or name in _REGISTRY:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def register_local(spec) -> None:
+    """Add an op made from a plain function; it is known to this process only (YAML cannot name it)."""
+    _LOCAL[spec.name] = spec
+
+
+def is_local(name: str) -> bool:
+    """Whether ``name`` is an op made from a plain function in this process."""
+    return name in _LOCAL
 
 
 def _load_entry_points() -> None:
@@ -98,6 +118,8 @@ def get_op(name: str):
         return target
     if name in _REGISTRY:
         return _REGISTRY[name]
+    if name in _LOCAL:
+        return _LOCAL[name]
     if name in BUILTIN_OPS:
         importlib.import_module(builtin_module(name))
     else:
@@ -105,3 +127,27 @@ def get_op(name: str):
     if name not in _REGISTRY:
         raise UnknownOpError(name, suggest(name))
     return _REGISTRY[name]
+
+
+def yaml_name(name: str) -> tuple[str, str | None]:
+    """How a step's op is written in YAML so that a fresh process finds it: (name or ``module:function``, problem or None).
+
+    Built-in and plugin ops keep their name; another op declared in a module becomes its reference;
+    a plain function or an op declared in ``__main__`` (a script or notebook cell) cannot be written.
+    """
+    import importlib.metadata
+
+    from dataflow.ops.shipping import reference
+
+    if _REFERENCE_RE.match(name) or name in BUILTIN_OPS:
+        return name, None
+    spec = get_op(name)
+    if name in _LOCAL:
+        return name, (f"'{name}' is a plain function given to map_batches: YAML can name only ops a fresh process imports "
+                      "(declare it with @op in a module, then apply it by name or as module:function)")
+    ref = reference(spec)
+    if ref is None:
+        return name, (f"op '{name}' is declared in {spec.target.__module__} (a script or notebook cell), which a fresh process "
+                      "cannot import: move it into a module and apply it by name or as module:function")
+    plugins = {ep.value.split(":")[0] for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    return (name if spec.target.__module__ in plugins else ref), None

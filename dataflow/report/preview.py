@@ -167,7 +167,7 @@ def preview_pipeline(spec, n: int = 8) -> PreviewRows:
     for step in steps:
         if not length(cols):
             break
-        executor = StageExecutor([StepCall(index=step.index, op=step.ref or step.op.name, params=step.params.model_dump())])
+        executor = StageExecutor([StepCall(index=step.index, op=step.op, params=step.params)])
         out, errors, stats = executor(cols)
         refused = {e.source: e for e in errors}
         kept = set(out.get(SOURCE, ())) if length(out) else set()

@@ -1,7 +1,9 @@
 """Run a fused stage's steps over one batch: formats, filters, flat maps and row errors.
 
 This is engine-agnostic: Ray calls it from ``map_batches`` and Spark from ``mapInArrow``. Steps are
-shipped to workers as ``StepCall`` (op name + params), so nothing bound to a session travels.
+shipped to workers as ``StepCall``: the op by value (``dataflow.ops.shipping``) and its params as
+the op's param model validated at plan time, so workers never look an op up by name and nothing
+bound to a session travels.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.errors import RowError
-from dataflow.ops.declare import BatchFormat, OpKind
+from dataflow.ops.declare import BatchFormat, OpKind, OpSpec, Params
 from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_arrow, to_rows
 from dataflow.runtime.error_sink import ErrorRecord
 
@@ -25,11 +27,20 @@ __all__ = ["StageExecutor", "StepCall", "StepStats"]
 
 @dataclass(frozen=True)
 class StepCall:
-    """What a worker needs to run one step: its place, op reference and params."""
+    """What a worker needs to run one step: its place, the op and its validated params."""
 
     index: int
-    op: str
-    params: dict[str, Any]
+    op: OpSpec
+    params: Params
+
+    def __post_init__(self) -> None:
+        # Engines pass the plan's op and model; a name and a dict (tests, tools) are resolved and validated here, on the driver.
+        if isinstance(self.op, str):
+            from dataflow.ops.registry import get_op
+
+            object.__setattr__(self, "op", get_op(self.op))
+        if isinstance(self.params, dict):
+            object.__setattr__(self, "params", self.op.params(**self.params))
 
 
 @dataclass
@@ -80,12 +91,10 @@ class StageExecutor:
 
     def __init__(self, calls: list[StepCall], devices: list[str] | None = None):
         """Bind each step; ``devices`` names each step's implementation ("cpu" or "gpu", default all "cpu")."""
-        from dataflow.ops.registry import get_op
-
         self.calls = calls
-        self.ops = [get_op(c.op) for c in calls]
+        self.ops = [c.op for c in calls]
         # Per step, in order: a pipeline may run one op several times with different params.
-        self.params = [spec.params(**c.params) for spec, c in zip(self.ops, calls)]
+        self.params = [c.params for c in calls]
         self._typed = [spec.typed_inputs(p) for spec, p in zip(self.ops, self.params)]
         self.fns: list[Callable[[Any], Any]] = [
             spec.bind(params, device) for spec, params, device in zip(self.ops, self.params, devices or ["cpu"] * len(calls))

@@ -65,7 +65,7 @@ def test_workers_pick_the_gpu_variant_only_with_a_gpu_request_and_cuda(monkeypat
     chosen, impls = devices.worker_calls(calls, 0.25)
     assert impls == ["gpu", "gpu", "cpu"] and [c.params for c in chosen] == [c.params for c in calls]
     chosen, impls = devices.worker_calls(calls, None)
-    assert impls == ["cpu", "cpu", "cpu"] and [c.params.get("device") for c in chosen] == ["cpu", "cpu", None]
+    assert impls == ["cpu", "cpu", "cpu"] and [getattr(c.params, "device", None) for c in chosen] == ["cpu", "cpu", None]
     monkeypatch.setattr(devices, "cuda_visible", lambda: False)
     assert devices.worker_calls(calls, 0.25)[1] == ["cpu", "cpu", "cpu"]
 

@@ -142,7 +142,7 @@ def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
     return RayStage(
         name=f"stage-{number}",
         label=" -> ".join(s.op.name for s in node.steps),
-        calls=tuple(StepCall(index=s.index, op=s.ref or s.op.name, params=s.params.model_dump()) for s in node.steps),
+        calls=tuple(StepCall(index=s.index, op=s.op, params=s.params) for s in node.steps),
         compute="actors" if actors else "tasks",
         batch_size=res.batch_size or (MEDIA_BATCH_SIZE if media else TABLE_BATCH_SIZE),
         num_cpus=res.num_cpus if res.num_cpus is not None else (ACTOR_NUM_CPUS if actors else None),
@@ -160,13 +160,12 @@ def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
     from dataflow.engines.ray.global_ops import RAY_GLOBAL_OPS, describe_shuffle
 
     distributed = node.op.name in RAY_GLOBAL_OPS
-    params = node.params.model_dump()
     return RayGlobal(
         name=f"stage-{number}",
         label=node.op.name,
-        call=StepCall(index=node.index, op=node.ref or node.op.name, params=params),
+        call=StepCall(index=node.index, op=node.op, params=node.params),
         strategy="distributed Ray lowering" if distributed else "hash shuffle, then the op once per partition",
-        shuffle=describe_shuffle(node.op.name, params),
+        shuffle=describe_shuffle(node.op.name, node.params),
         num_cpus=node.resources.num_cpus,
         num_gpus=node.resources.num_gpus or None,
         batch_size=node.resources.batch_size or (TABLE_BATCH_SIZE if node.resources.num_gpus else None),

@@ -45,12 +45,10 @@ class BucketRows:
         if self._keys is None:
             from dataflow.engines.ray.devices import worker_calls
             from dataflow.ops.dedup import BUCKETINGS
-            from dataflow.ops.registry import get_op
 
             # Here, in the worker: ``device: auto`` resolves against the GPUs Ray gave this task.
             (call,), _ = worker_calls([self.call], self.num_gpus)
-            spec = get_op(call.op)
-            self._keys = BUCKETINGS[spec.name](spec.params(**call.params)).keys
+            self._keys = BUCKETINGS[call.op.name](call.params).keys
         buckets = self._keys(batch)
         return {SOURCE: np.asarray(batch[SOURCE], dtype=object)[buckets.row].astype(str), "band": buckets.band, "key": buckets.key, "value": buckets.value}
 
@@ -75,12 +73,10 @@ class _BucketEdges:
 
     def __call__(self, part: int, rows: pa.Table | None) -> pa.Table:
         from dataflow.ops.dedup import BUCKETINGS, Buckets, bucket_edges
-        from dataflow.ops.registry import get_op
 
         if rows is None or rows.num_rows == 0:
             return MEMBERS.empty_table()
-        spec = get_op(self.call.op)
-        match = BUCKETINGS[spec.name](spec.params(**self.call.params)).match
+        match = BUCKETINGS[self.call.op.name](self.call.params).match
         col = lambda c: rows.column(c).to_numpy().astype(np.int64)  # noqa: E731
         a, b = bucket_edges(Buckets(np.arange(rows.num_rows, dtype=np.int64), col("band"), col("key"), col("value")), match)
         src = rows.column(SOURCE).combine_chunks()
@@ -159,12 +155,10 @@ def label_components(members, parts: int) -> tuple[Any, int]:
 
 def bucket_dedup(ds, stage, side: SideOutputs, partitions: int | None = None):
     """Distributed lowering of a dedup op declared with a ``Bucketing`` (see the module docstring)."""
-    from dataflow.ops.registry import get_op
-
     call = stage.call
     parts = shuffle_partitions(partitions)
     ds = ds.materialize()  # read and upstream steps run once for the key map and the final drop
     keys = ds.map_batches(BucketRows(call, stage.num_gpus), **key_map_kwargs(stage))
     members, _ = label_components(hash_shuffle([(keys, ["band", "key"])], parts, _BucketEdges(call)), parts)
     drop = members.map_batches(_dropped, batch_format=ARROW, batch_size=None)
-    return hash_shuffle([(ds, [SOURCE]), (drop, [SOURCE])], parts, _DropRows(get_op(call.op).name, call.index, side))
+    return hash_shuffle([(ds, [SOURCE]), (drop, [SOURCE])], parts, _DropRows(call.op.name, call.index, side))

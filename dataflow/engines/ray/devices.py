@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dataflow.ops.device import choose_impl, cuda_visible
-from dataflow.ops.registry import get_op
 from dataflow.runtime.stage import StepCall
 
 __all__ = ["worker_calls"]
@@ -22,7 +21,7 @@ def worker_calls(calls: list[StepCall], num_gpus: float | None) -> tuple[list[St
     cuda = bool(num_gpus) and cuda_visible()
     chosen, devices = [], []
     for call in calls:
-        impl, params = choose_impl(get_op(call.op), call.params, num_gpus, cuda)
+        impl, params = choose_impl(call.op, call.params, num_gpus, cuda)
         chosen.append(replace(call, params=params))
         devices.append(impl)
     return chosen, devices

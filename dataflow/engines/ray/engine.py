@@ -57,3 +57,10 @@ class RayEngine:
             if len(rows) >= n:
                 break
         return rows
+
+    def read_output(self, files: list[str], options: RunOptions = RunOptions()):
+        """A Dataset reading a run's Parquet output files in parallel, on this process's Ray (``Pipeline.to_ray``)."""
+        import ray.data
+
+        self._start(options)
+        return ray.data.read_parquet(files)

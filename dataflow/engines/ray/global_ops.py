@@ -32,13 +32,13 @@ __all__ = ["PARTITIONED_OPS", "RAY_GLOBAL_OPS", "apply_global", "describe_shuffl
 PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.dedup", "table.join")
 
 
-def describe_shuffle(op: str, params: dict[str, Any]) -> str:
+def describe_shuffle(op: str, params) -> str:
     """The ``shuffle:`` line of ``dataflow explain`` for a global op: each shuffle it runs, in order."""
     parts = "P partitions (--shuffle-partitions; default 2 per CPU)"
     if op in RAY_GLOBAL_OPS:
         return (f"key map -> groupby(partition).map_groups on bucket (band, key), {parts} -> per component round (until no label changes; "
                 "rounds = longest duplicate chain + 1): on edge, then on node -> on __source__ with the rows, dropping all but each group's smallest")
-    keys = list(params.get("keys") or [])
+    keys = list(getattr(params, "keys", None) or [])
     if op == "table.dedup" and not keys:
         return f"groupby(partition).map_groups on every user column, {parts}"
     if op in PARTITIONED_OPS and keys:
@@ -57,7 +57,7 @@ class _PartitionOp:
         from dataflow.ops.table.named import bind_tables
 
         call = self.stage.call
-        if self.stage.label == "table.aggregate" and not call.params.get("keys") and (left is None or left.num_rows == 0):
+        if self.stage.label == "table.aggregate" and not getattr(call.params, "keys", None) and (left is None or left.num_rows == 0):
             return self._no_rows()
         # A join side without rows in this partition: an empty table of its schema (known at the driver).
         left = left if left is not None or self.schemas[0] is None else self.schemas[0].empty_table()
@@ -65,7 +65,7 @@ class _PartitionOp:
             right = self.schemas[1].empty_table()
         if left is None:  # no block at all
             return pa.table({})
-        if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and call.params.get("how") in ("right", "full"):
+        if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and getattr(call.params, "how", None) in ("right", "full"):
             return self._right_only(part, left, right)
         cols = from_arrow(left)
         with bind_tables(**({self.right: right} if self.right is not None else {})):
@@ -79,11 +79,11 @@ class _PartitionOp:
         from dataflow.runtime.stage import StepStats
 
         p = self.stage.call.params
-        keys = list(p["keys"])
+        keys = list(p.keys)
         # A left side with no rows at all may carry null-typed columns, which Arrow's join refuses.
         typed = [right.schema.field(c).type if c in keys else (pa.string() if pa.types.is_null(t) else t) for c, t in zip(left.column_names, left.schema.types)]
         left = pa.table({c: pa.array([], t) for c, t in zip(left.column_names, typed)})
-        out = join_arrow(left, right, keys, p["how"], p.get("suffix", "_right"))
+        out = join_arrow(left, right, keys, p.how, getattr(p, "suffix", "_right"))
         self.side.write(f"{self.stage.name}-p{part}", batch_key(right.column(SOURCE).to_pylist() if SOURCE in right.column_names else []), [],
                         {self.stage.call.index: StepStats(rows_in=0, rows_out=out.num_rows)})
         return out
@@ -93,7 +93,7 @@ class _PartitionOp:
         from dataflow.ops.table.expr import parse_aggregation
         from dataflow.runtime.stage import StepStats
 
-        aggs = {n: parse_aggregation(t) for n, t in self.stage.call.params["aggregations"].items()}
+        aggs = {n: parse_aggregation(t) for n, t in self.stage.call.params.aggregations.items()}
         row = {n: pa.array([0], pa.int64()) if a.func == "count" else pa.nulls(1) for n, a in aggs.items()}
         self.side.write(f"{self.stage.name}-p0", batch_key([]), [], {self.stage.call.index: StepStats(rows_in=0, rows_out=1)})
         return pa.table({**row, SOURCE: pa.nulls(1, pa.string())})
@@ -111,10 +111,10 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     call = stage.call
     if stage.label not in PARTITIONED_OPS:
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
-    if stage.label == "table.aggregate" and not call.params.get("keys"):
+    if stage.label == "table.aggregate" and not getattr(call.params, "keys", None):
         # Seeded: the one partition runs even over an input without blocks (one row, count 0).
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
-    keys: Any = list(call.params.get("keys") or [])
+    keys: Any = list(getattr(call.params, "keys", None) or [])
     if stage.label == "table.dedup" and not keys:
         from dataflow.ops.table.dedup import dedup_keys
 
@@ -122,7 +122,7 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     parts = shuffle_partitions(partitions) if keys else 1
     if stage.label != "table.join":
         return hash_shuffle([(ds, keys)], parts, _PartitionOp(stage, side, None))
-    name = call.params["right"]
+    name = call.params.right
     if not named or name not in named:
         raise KeyError(f"{stage.name}: table.join reads the named source '{name}', which the job does not read; declare it under sources:")
     ds = ds.materialize()  # in the object store: its schema (plan-sized) stands for partitions without left rows

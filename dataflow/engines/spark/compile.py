@@ -11,9 +11,11 @@ from typing import Any
 from connectors.registry import scheme_of
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
+from dataflow.engines.spark.python_steps import PYTHON_LOWERING, python_allowed
 from dataflow.ops.declare import OpSpec
 from dataflow.plan.columns import named_by, needed_after
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write
+from dataflow.runtime.stage import StepCall
 
 __all__ = ["LOWERED", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan", "supports"]
 
@@ -36,8 +38,8 @@ _READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parque
 
 
 def supports(op: OpSpec) -> bool:
-    """Whether Spark has a native lowering for ``op``."""
-    return op.name in LOWERED
+    """Whether Spark runs ``op``: natively, or in its Python workers (row-wise table ops, ``map_batches`` functions)."""
+    return op.name in LOWERED or python_allowed(op)
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,11 @@ class SparkStep:
     kind: str
     needed_after: frozenset[str] | None = None  # the columns later steps and the sink read (None: all)
     drops_rows: bool = False  # the rows it does not pass on are drops (filters, dedups)
+    call: StepCall | None = None  # set: no native lowering, the op runs in Spark's Python workers (kind "python")
 
     @property
     def lowering(self) -> str:
-        return LOWERED[self.name]
+        return PYTHON_LOWERING if self.call is not None else LOWERED[self.name]
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,9 @@ def _lower_read(node: Read, counted: bool = True) -> SparkRead:
 
 
 def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
+    if node.op.name not in LOWERED and python_allowed(node.op):
+        call = StepCall(index=node.index, op=node.op, params=node.params)
+        return SparkStep(index=node.index, name=node.op.name, params={}, path=node.path, kind="python", needed_after=needed, drops_rows=node.op.drops_rows, call=call)
     if node.op.name not in LOWERED:
         have = ", ".join(sorted(LOWERED))
         raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")

@@ -73,3 +73,9 @@ class SparkEngine:
         spark = ensure_spark(options.spark_master)
         frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, observe=False)
         return [{k: bytes(v) if isinstance(v, bytearray) else v for k, v in row.asDict().items()} for row in frames.output.limit(n).collect()]
+
+    def read_output(self, files: list[str], options: RunOptions = RunOptions()):
+        """A DataFrame over a run's Parquet output files, on this process's Spark session (``Pipeline.to_spark``)."""
+        from dataflow.engines.spark.session import ensure_spark
+
+        return ensure_spark(options.spark_master).read.parquet(*files)

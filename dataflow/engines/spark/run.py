@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
+from dataflow.engines.spark.python_steps import SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.table_ops import BAD, LOWERINGS, Checked
 from dataflow.engines.spark.write import WRITTEN_SCHEMA, error_writer, part_writer
@@ -138,7 +139,7 @@ class _Builder:
         df = read_source(spark, read, files, side, storage, cache)
         kinds = [s.kind for s in steps]
         first = 0
-        if isinstance(df, Checked) and df.flag and steps:
+        if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
             # Lazy frames: lowering the first step over the unsplit rows costs nothing if it is dropped.
             nxt = LOWERINGS[steps[0].name](df.rows(), steps[0], named)
             if isinstance(nxt, Checked):
@@ -149,9 +150,23 @@ class _Builder:
         if not first:
             df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"])
         for i, step in enumerate(steps[first:], start=first):
-            df = LOWERINGS[step.name](df, step, named)
+            if step.call is not None:
+                sample = _sample(spark, read, steps[:i], files, storage, named, cache)
+                df = python_step(df, step, sample)
+            else:
+                df = LOWERINGS[step.name](df, step, named)
             df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after)
         return df
+
+
+def _sample(spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], storage: dict, named: dict, cache: dict | None):
+    """The first rows a Python step receives, from a separate query without the run's counters (its output schema comes from them)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="dataflow-sample-") as tmp:
+        side = SideOutputs(uri=tmp, storage_options={}, stats_dir=f"{tmp}/_stats", errors_dir=f"{tmp}/_errors")
+        rows = _Builder(observe=False).chain(spark, read, tuple(steps), files[:1], side, storage, named, "sample", cache)
+        return rows.limit(SAMPLE_ROWS).toArrow()
 
 
 def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, read_flag: str | None) -> DataFrame:

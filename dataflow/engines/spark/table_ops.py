@@ -48,6 +48,7 @@ class Checked:
     helpers: tuple[str, ...] = ()
     errors_from: Callable[[], DataFrame] | None = None
     flag: str | None = None
+    typed_by: str | None = None  # a helper column holding each bad row's error type (Python steps), instead of the cases'
 
     def rows(self) -> DataFrame:
         """All rows, good and bad, without ``BAD``: the input of a step this check is folded into."""
@@ -62,7 +63,7 @@ class Checked:
         """(error_type, reason) of a bad row."""
         etype = " ".join(f"WHEN {cond} THEN {sql_literal(t)}" for cond, t, _ in self.cases)
         reason = " ".join(f"WHEN {cond} THEN {r}" for cond, _, r in self.cases)
-        return F.expr(f"CASE {etype} END"), F.expr(f"CASE {reason} END")
+        return (F.col(self.typed_by) if self.typed_by else F.expr(f"CASE {etype} END")), F.expr(f"CASE {reason} END")
 
 
 Lowering = Callable[[DataFrame, SparkStep, dict[str, DataFrame]], "DataFrame | Checked"]

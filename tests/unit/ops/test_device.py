@@ -7,8 +7,8 @@ from dataflow.ops import get_op
 from dataflow.ops.device import choose_impl
 
 
-def _params(op: str, **params) -> dict:
-    return get_op(op).params(**params).model_dump()
+def _params(op: str, **params):
+    return get_op(op).params(**params)
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ def _params(op: str, **params) -> dict:
 def test_ops_with_a_gpu_variant(device, num_gpus, cuda, impl, bound):
     for op in ("image.decode", "image.resize", "image.phash"):
         chosen, params = choose_impl(get_op(op), _params(op, device=device), num_gpus, cuda)
-        assert (chosen, params["device"]) == (impl, bound), op
+        assert (chosen, params.device) == (impl, bound), op
 
 
 def test_ops_that_resolve_their_device_themselves_get_auto_only_with_a_gpu():

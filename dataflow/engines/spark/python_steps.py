@@ -1,0 +1,82 @@
+"""Python steps on Spark: a table op with no native lowering runs in Spark's Python workers (``mapInArrow``).
+
+The step (its op by value, its params validated at plan time) runs through the ``StageExecutor``
+the Ray engine uses, one executor per partition (a callable class is built once per partition).
+Its output schema comes from running it at the driver on the first rows of its input, read by a
+separate query that carries none of the run's counters. Rows it refuses (``RowError``) come back
+flagged with their error type and reason, and the job's runner splits them off to ``_errors/`` as
+it does a native check's bad rows.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from dataflow.columns import SOURCE
+from dataflow.ops.declare import Modality, OpKind
+from dataflow.runtime.batch import from_arrow, length, to_arrow
+
+__all__ = ["PYTHON_LOWERING", "PythonStage", "python_allowed", "python_step"]
+
+PYTHON_LOWERING = "mapInArrow[the op in Python workers, one executor per partition]; row errors -> _errors/"
+SAMPLE_ROWS = 64
+ETYPE, REASON = "__df_etype", "__df_reason"
+
+
+def python_allowed(op) -> bool:
+    """Whether Spark runs ``op`` in its Python workers: row-wise table ops (maps, filters, flat maps)."""
+    return op.modality is Modality.TABLE and op.kind in (OpKind.MAP, OpKind.FILTER, OpKind.FLAT_MAP)
+
+
+def output_schema(call, sample: pa.Table) -> pa.Schema:
+    """The step's output columns and types, from running it on ``sample`` (a column of nulls only becomes a string)."""
+    from dataflow.runtime.stage import StageExecutor
+
+    out, _, _ = StageExecutor([call])(from_arrow(sample))
+    table = to_arrow(out) if out else sample.schema.empty_table()
+    return pa.schema([pa.field(f.name, pa.string() if pa.types.is_null(f.type) else f.type) for f in table.schema])
+
+
+class PythonStage:
+    """``mapInArrow`` function: the step over each Arrow batch; refused rows come back flagged."""
+
+    def __init__(self, call, schema: pa.Schema, bad: str):
+        self.call, self.schema, self.bad = call, schema, bad
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from dataflow.runtime.stage import StageExecutor
+
+        executor = StageExecutor([self.call])
+        for batch in batches:
+            out, errors, _ = executor(from_arrow(pa.Table.from_batches([batch])))
+            yield from self._flagged(out, errors).to_batches()
+
+    def _flagged(self, out: dict[str, Any], errors: list) -> pa.Table:
+        good = to_arrow(out) if length(out) else None
+        n = good.num_rows if good is not None else 0
+        columns = {}
+        for f in self.schema:
+            if f.name == self.bad:
+                columns[f.name] = pa.array([False] * n + [True] * len(errors), pa.bool_())
+            elif f.name == ETYPE:
+                columns[f.name] = pa.array([None] * n + [e.error_type for e in errors], pa.string())
+            elif f.name == REASON:
+                columns[f.name] = pa.array([None] * n + [e.reason for e in errors], pa.string())
+            else:
+                kept = good.column(f.name).cast(f.type) if good is not None and f.name in good.column_names else pa.nulls(n, f.type)
+                refused = pa.array([e.source for e in errors], pa.string()).cast(f.type) if f.name == SOURCE else pa.nulls(len(errors), f.type)
+                columns[f.name] = pa.concat_arrays([*kept.chunks, refused] if isinstance(kept, pa.ChunkedArray) else [kept, refused])
+        return pa.table(columns, schema=self.schema)
+
+
+def python_step(df, step, sample: pa.Table):
+    """Lower a Python step: ``mapInArrow`` with the step's output schema, as a ``Checked`` of its refused rows."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from dataflow.engines.spark.table_ops import BAD, Checked
+
+    schema = output_schema(step.call, sample)
+    flagged = pa.schema([*schema, pa.field(BAD, pa.bool_()), pa.field(ETYPE, pa.string()), pa.field(REASON, pa.string())])
+    rows = df.mapInArrow(PythonStage(step.call, flagged, BAD), from_arrow_schema(flagged))
+    return Checked(rows, cases=[(f"`{BAD}`", "RowError", f"`{REASON}`")], helpers=(ETYPE, REASON), typed_by=ETYPE)

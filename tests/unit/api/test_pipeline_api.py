@@ -1,0 +1,79 @@
+"""The Python API without an engine: fluent steps, in-memory sources, YAML and Kubernetes refusals."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import dataflow
+from dataflow.errors import PipelineSpecError, PlanError
+from dataflow.ops import op
+
+
+@op(name="demo.shout", modality="text", inputs=("text",), outputs=("text",))
+def shout(batch, *, mark: str = "!"):
+    """Upper-case the text.
+
+    Args:
+        mark: Appended to each text.
+    """
+    return {**batch, "text": [t.upper() + mark for t in batch["text"]]}
+
+
+def _frame():
+    return dataflow.from_pandas(pd.DataFrame({"n": [1, 2, 3], "text": ["a", "b", "c"]}), name="frame")
+
+
+def test_fluent_methods_append_steps():
+    p = _frame().filter("n > :floor", floor=1).select("n", "text").with_column("m", "n * 2").map_batches(lambda b: b, batch_format="pandas")
+    steps = [s["op"] for s in p._data["steps"]]
+    assert steps[:3] == ["table.filter_rows", "table.select", "table.with_columns"] and steps[3].startswith("udf.")
+    assert p._data["steps"][0]["params"] == {"where": "n > :floor", "vars": {"floor": 1}}
+
+
+def test_in_memory_source_is_staged_parquet_with_memory_lineage():
+    import pyarrow.parquet as pq
+
+    p = _frame()
+    source = p._data["source"]
+    assert source["format"] == "parquet" and source["options"] == {"memory": "frame", "keep_lineage": True}
+    table = pq.read_table(source["uri"])
+    assert table.column("__source__").to_pylist() == ["memory:frame#row=0", "memory:frame#row=1", "memory:frame#row=2"]
+    items = pq.read_table(dataflow.from_items([{"a": 1}, {"a": 2}], name="rows")._data["source"]["uri"])
+    assert items.to_pylist() == [{"a": 1, "__source__": "memory:rows#row=0"}, {"a": 2, "__source__": "memory:rows#row=1"}]
+
+
+def test_explain_marks_an_in_memory_source_not_resumable():
+    text = _frame().apply(shout).explain()
+    assert "Read[memory] name=frame" in text and "not resumable" in text and "Map[demo.shout]" in text
+
+
+def test_to_yaml_refuses_a_plain_function_an_op_from_main_and_an_in_memory_source(tmp_path):
+    read = dataflow.read(str(tmp_path), format="text")
+    with pytest.raises(PipelineSpecError, match=r"steps\[0\]\.op: 'udf\.lambda\w*' is a plain function given to map_batches"):
+        read.map_batches(lambda b: b).write(str(tmp_path / "o")).to_yaml()
+    with pytest.raises(PipelineSpecError, match="in-memory source"):
+        _frame().write(str(tmp_path / "o")).to_yaml()
+
+
+def test_to_yaml_writes_a_module_op_as_its_reference(tmp_path):
+    text = dataflow.read(str(tmp_path), format="text").apply(shout, mark="?").write(str(tmp_path / "o")).to_yaml()
+    assert "op: tests.unit.api.test_pipeline_api:shout" in text
+    assert dataflow.Pipeline.from_yaml_text(text).spec.steps[0].params == {"mark": "?"}
+
+
+def test_to_yaml_refuses_an_op_declared_in_main(tmp_path, monkeypatch):
+    monkeypatch.setattr(shout.target, "__module__", "__main__")
+    with pytest.raises(PipelineSpecError, match="declared in __main__ .*move it into a module"):
+        dataflow.read(str(tmp_path), format="text").apply(shout).write(str(tmp_path / "o")).to_yaml()
+
+
+def test_kubernetes_render_refuses_an_in_memory_source(tmp_path):
+    from dataflow.k8s.config import load_cluster_config
+    from dataflow.k8s.render import render_plan
+    from dataflow.plan import build_plan, optimize
+    from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
+
+    spec = _frame().filter("n > 1").write(str(tmp_path / "o")).spec
+    plan = optimize(build_plan(spec), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
+    with pytest.raises(PlanError, match="'frame' is an in-memory source .* a cluster cannot read it"):
+        render_plan(plan, "", load_cluster_config(None))
