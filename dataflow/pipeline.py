@@ -90,7 +90,7 @@ class Pipeline:
 
     def explain(self) -> str:
         """The logical plan, the optimized plan with engines, and the lowered engine job."""
-        from dataflow.runner import explain_pipeline
+        from dataflow.engines.registry import explain_pipeline
 
         return explain_pipeline(self.spec)
 

@@ -5,7 +5,6 @@ The only module that calls the plan, the engines and the commit together.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import posixpath
@@ -14,30 +13,26 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
-from dataflow.engines.base import CACHE_COUNTERS_DIR, CacheReport, RunContext, RunOptions, RunReport, StepReport
+from dataflow.dsl.spec import PipelineSpec
+from dataflow.engines.base import Engine, RunContext, RunOptions
+from dataflow.engines.registry import compile_pipeline
 from dataflow.errors import DataflowError, RunError
 from dataflow.ops.declare import OpKind
-from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
-from dataflow.plan.build import source_refs
-from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write, steps_of
-from dataflow.plan.handoff import MixedJob, split_at_handoffs
-from dataflow.plan.rules import DEFAULT_RULES, AssignEngines
+from dataflow.plan.nodes import LogicalPlan, steps_of
+from dataflow.plan.phases import split_at_global
 from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, read_manifest, refuse_existing, remove_tmp, sweep_tmp, sweep_unpublished
 from dataflow.runtime.io_stats import io_totals
-from dataflow.runtime.progress import MIN_FILES_PER_SHARD, Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.report import CACHE_COUNTERS_DIR, CacheReport, RunReport, StepReport
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_errors, read_stats
 
-__all__ = ["ENGINES", "BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
-
-ENGINES = {"ray": "dataflow.engines.ray:RayEngine", "spark": "dataflow.engines.spark:SparkEngine"}
-
+__all__ = ["BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "pipeline_hash", "run_pipeline", "take_rows"]
 
 class BudgetExceededError(RunError):
     """More row errors than ``errors.max_error_ratio`` / ``errors.max_errors`` allow."""
@@ -46,7 +41,6 @@ class BudgetExceededError(RunError):
         self.report = report
         super().__init__(message)
 
-
 class UnbalancedCountsError(RunError):
     """The run's row counters do not add up: rows were lost or made without a record (a bug, not bad data)."""
 
@@ -54,122 +48,12 @@ class UnbalancedCountsError(RunError):
         self.report = report
         super().__init__(message)
 
-
-def _engine_available(name: str) -> bool:
-    return importlib.util.find_spec(ENGINES[name].split(":")[0]) is not None
-
-
-def get_engine(name: str):
-    """Return an engine instance by name."""
-    module, _, cls = ENGINES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
-
-
-def _engine_class(name: str):
-    module, _, cls = ENGINES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def plan_pipeline(spec: PipelineSpec) -> tuple[LogicalPlan, LogicalPlan]:
-    """Return the (logical, optimized) plans of a spec, checked (engine capabilities included)."""
-    supports = {name: _engine_class(name).supports for name in ENGINES if _engine_available(name) and hasattr(_engine_class(name), "supports")}
-    # The default rules, with engine assignment told which engines are installed and what they run.
-    assign = AssignEngines(spark_available=_engine_available("spark"), supports=supports)
-    logical = validate_plan(build_plan(spec), engines=assign)  # column flow and engine capability, reported together
-    rules = (assign, *(r for r in DEFAULT_RULES if not isinstance(r, AssignEngines)))
-    return logical, optimize(logical, rules)
-
-
-def compile_pipeline(spec: PipelineSpec):
-    """Return (logical plan, optimized plan, engine, compiled job); no cluster is started.
-
-    A plan that hands rows from one engine to another gets a ``MixedEngine`` running its segments.
-    """
-    logical, optimized = plan_pipeline(spec)
-    for name in optimized.engines:
-        if not _engine_available(name):
-            raise DataflowError(f"engine '{name}' is not available in this installation")
-    if optimized.engine is None:
-        segments = split_at_handoffs(optimized)
-        engines = [get_engine(seg.engine) for seg in segments]
-        job = MixedJob(plan=optimized, segments=tuple(segments), jobs=tuple(e.compile(seg) for e, seg in zip(engines, segments)))
-        return logical, optimized, MixedEngine(engines), job
-    engine = get_engine(optimized.engine)
-    return logical, optimized, engine, engine.compile(optimized)
-
-
-class MixedEngine:
-    """Runs a plan's engine segments in order; each hands its rows to the next as Parquet.
-
-    Segment k writes under ``<shard tmp>/handoff-k/``, which segment k+1 reads; the folders lie in
-    the run's ``_tmp/<run_id>/`` and are removed with it after the commit. Counters of a handoff
-    read are not input rows, so they are left out of the run's read counters.
-    """
-
-    partitions_inputs = True
-
-    def __init__(self, engines: list):
-        self.engines = engines
-        self.name = "+".join(e.name for e in engines)
-
-    def _segment(self, job: MixedJob, k: int, ctx: RunContext, inputs):
-        from connectors.registry import list_files
-
-        folder = posixpath.dirname(ctx.tmp_data)
-        scheme = ctx.side.uri.split("://", 1)[0] if "://" in ctx.side.uri and not ctx.side.uri.startswith("file://") else None
-        uris = [f"{scheme}://{posixpath.join(folder, f'handoff-{i + 1}').lstrip('/')}" if scheme else posixpath.join(folder, f"handoff-{i + 1}") for i in range(len(job.segments) - 1)]
-        plan = job.bind(k, uris)
-        last = k == len(job.segments) - 1
-        stats_dir = ctx.side.stats_dir if k == 0 else posixpath.join(folder, f"_stats_handoff-{k}")
-        sub = replace(ctx, tmp_data=ctx.tmp_data if last else posixpath.join(folder, f"handoff-{k + 1}"), side=replace(ctx.side, stats_dir=stats_dir), inputs=inputs)
-        sub = replace(sub, publish_root=ctx.publish_root if last else None)  # handoffs stay in tmp
-        if k > 0:
-            src = plan.nodes[0].source
-            sub = replace(sub, inputs=tuple(list_files(src.uri, src.format, src.options, ctx.storage_options)))
-        return self.engines[k], self.engines[k].compile(plan), sub
-
-    def execute(self, job: MixedJob, ctx: RunContext, options: RunOptions) -> list[Any]:
-        from connectors.registry import filesystem
-
-        written: list[Any] = []
-        for k in range(len(job.segments)):
-            engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
-            handed = sum(f.rows for f in written)
-            written = engine.execute(sub_job, sub, options)
-            if k > 0:
-                fs = filesystem(ctx.side.uri, ctx.storage_options)
-                stats = read_stats(fs, [sub.side.stats_dir])
-                read = stats.pop(-1, StepStats())
-                if read.rows_in != handed:
-                    raise RunError(
-                        f"handoff {k} ({self.engines[k - 1].name} -> {engine.name}): {engine.name} read {read.rows_in} rows, "
-                        f"but {self.engines[k - 1].name} wrote {handed} (a bug in the engine, not bad data; nothing was published)"
-                    )
-                ctx.side.write(f"handoff-{k}", uuid.uuid4().hex[:12], [], stats)
-                fs.rm(sub.side.stats_dir, recursive=True)
-        return written
-
-    def take(self, job: MixedJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
-        for k in range(len(job.segments) - 1):
-            engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
-            engine.execute(sub_job, sub, options)
-        engine, sub_job, sub = self._segment(job, len(job.segments) - 1, ctx, None)
-        return engine.take(sub_job, n, sub, options)
-
-
-def explain_pipeline(spec: PipelineSpec) -> str:
-    """The three sections of ``dataflow explain``."""
-    logical, optimized, _, job = compile_pipeline(spec)
-    return "\n\n".join([render_logical(logical), render_optimized(optimized), job.describe()])
-
-
 def pipeline_hash(spec: PipelineSpec) -> str:
     """A stable hash of what the pipeline computes (sink mode excluded)."""
     data = spec.model_dump(mode="json")
     data["sink"].pop("mode", None)
     data["storage"].pop("cache", None)  # where inputs are cached does not change the output
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
 
 def _report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunReport:
     read = stats.get(-1)
@@ -194,7 +78,6 @@ def _report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunRe
         bytes_written=sum(f.bytes for f in files),
     )
 
-
 def _budget_problem(spec: PipelineSpec, report: RunReport) -> str | None:
     budget = spec.errors
     if budget.max_errors is not None and report.rows_errored > budget.max_errors:
@@ -204,16 +87,13 @@ def _budget_problem(spec: PipelineSpec, report: RunReport) -> str | None:
         return f"{report.rows_errored} of {report.rows_in} rows failed ({ratio:.1%}), above errors.max_error_ratio={budget.max_error_ratio}"
     return None
 
-
 def _top_reasons(fs, errors_dirs: list[str]) -> str:
     from collections import Counter
 
     counts = Counter((r["op"], r["reason"].split(":")[0]) for r in read_errors(fs, errors_dirs, limit=10_000))
     return "; ".join(f"{op}: {reason} (x{n})" for (op, reason), n in counts.most_common(3))
 
-
 _CHAINED = "The above exception was the direct cause of the following exception:"
-
 
 def _failure_text(exc: BaseException) -> str:
     """The user's exception inside an engine's wrappers, as ``Type: message``.
@@ -231,7 +111,6 @@ def _failure_text(exc: BaseException) -> str:
         return _failure_text(inner)
     return f"{type(exc).__name__}: {text.strip()}"
 
-
 @dataclass(frozen=True)
 class _Phase:
     """One engine job over shards: the whole plan, or the part before / from a global step."""
@@ -240,23 +119,6 @@ class _Phase:
     job: Any
     sharded: bool
 
-
-def _split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPlan, LogicalPlan | None]:
-    """Cut before the first global step: the map part runs per shard into a Parquet checkpoint."""
-    cut = next((i for i, n in enumerate(plan.nodes) if isinstance(n, Shuffle)), None)
-    if cut is None:
-        return plan, None
-    engine = plan.nodes[cut].engine
-    checkpoint_sink = SinkSpec(uri=plan.spec.sink.uri, format="parquet")
-    # Named sources feed joins, which are global: the map part reads them only if a step names one.
-    steps = steps_of(plan.nodes[:cut])
-    inputs = plan.inputs if any(source_refs(s) for s in steps) else ()
-    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)), inputs=inputs)
-    source = SourceSpec(uri=checkpoint_uri, format="parquet", options={"keep_lineage": True})  # the rows keep their input's lineage
-    tail = replace(plan, nodes=(Read(source=source, engine=engine), *plan.nodes[cut:]))
-    return head, tail
-
-
 def _on_sink(sink_uri: str, path: str) -> str:
     """A path on the sink's filesystem as a URI an engine can read (the sink's scheme put back)."""
     from connectors.registry import scheme_of
@@ -264,13 +126,11 @@ def _on_sink(sink_uri: str, path: str) -> str:
     scheme = scheme_of(sink_uri)
     return path if scheme == "file" else f"{scheme}://{path}"
 
-
-def _phases(engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
-    head, tail = _split_at_global(optimized, checkpoint_uri)
+def _phases(engine: Engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
+    head, tail = split_at_global(optimized, checkpoint_uri)
     if tail is None:
         return [_Phase("map", job, sharded=True)]
     return [_Phase("map", engine.compile(head), sharded=True), _Phase("global", engine.compile(tail), sharded=False)]
-
 
 def run_pipeline(
     spec: PipelineSpec, options: RunOptions = RunOptions(), *, restart: bool = False, shard: tuple[int, int] | None = None
@@ -306,10 +166,10 @@ def run_pipeline(
     if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, parquet_schema(inputs[0], storage))
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
-    whole = shard is None and getattr(engine, "partitions_inputs", False)
+    whole = shard is None and engine.caps.partitions_inputs
     shards = make_shards(
         inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"),
-        min_files_per_shard=getattr(engine, "min_files_per_shard", MIN_FILES_PER_SHARD),
+        min_files_per_shard=engine.caps.min_files_per_shard,
     )
     progress = Progress(fs, layout.root)
     state = {
@@ -329,8 +189,7 @@ def run_pipeline(
     # One shard in all: a checkpoint before a global step would only write the input to it twice.
     single = shard is None and len(shards) == 1
     phases = [_Phase("map", job, sharded=True)] if whole or single else _phases(engine, optimized, job, _on_sink(sink.uri, progress.staged))
-    prepare = getattr(engine, "prepare", None)  # fixes what must not vary between shards (Spark's inferred JSON schema)
-    map_job = prepare(phases[0].job, sorted(inputs), storage) if prepare else phases[0].job
+    map_job = engine.prepare(phases[0].job, sorted(inputs), storage)  # fixes what must not vary between shards (Spark's inferred JSON schema)
     todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]
     try:
         _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1)
@@ -349,7 +208,6 @@ def run_pipeline(
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
 
-
 def _shard_context(
     layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, cache: dict[str, Any] | None = None, publish: bool = False
 ) -> tuple[str, RunContext]:
@@ -360,7 +218,6 @@ def _shard_context(
     side = SideOutputs(uri=spec.sink.uri, storage_options=spec.storage.options, stats_dir=posixpath.join(tmp, "_stats"), errors_dir=posixpath.join(tmp, "_errors"))
     root = layout.root if publish and scheme_of(spec.sink.uri) not in ("file", "memory") else None
     return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache, publish_root=root)
-
 
 def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
     """Resolve the cache tier: ``--cache-dir``, else ``storage.cache.dir``, else ``DATAFLOW_CACHE_DIR``.
@@ -390,7 +247,6 @@ def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | No
         return None
     return cache
 
-
 def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
     """Sum the cache counters the read tasks of this run left under ``<tmp>/<shard>/_cache/``."""
     if not fs.exists(layout.tmp):
@@ -405,8 +261,7 @@ def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
                 setattr(total, name, getattr(total, name) + int(value))
     return total
 
-
-def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
+def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
     """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
     cache = cache_config(spec, options)
 
@@ -416,7 +271,7 @@ def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: 
         progress.stage(s, tmp, written, phase="map", run_id=layout.run_id)
 
     # An engine that parallelises inside one job (Spark: one session) runs its shards one at a time.
-    workers = getattr(engine, "shard_workers", None) or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
+    workers = engine.caps.shard_workers or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for future in as_completed([pool.submit(one, s) for s in shards]):
             future.result()
@@ -427,8 +282,7 @@ def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: 
                     pool.shutdown(cancel_futures=True)  # the budget check at the end reports it
                     break
 
-
-def _run_global(engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:
+def _run_global(engine: Engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:
     """Run the part from the first global step once, over the staged checkpoint of all shards."""
     maps = [m for m in progress.completed().values() if m["phase"] == "map"]
     final = Shard(index=len(maps), count=len(maps), inputs=("global",))
@@ -440,13 +294,11 @@ def _run_global(engine, job, layout: SinkLayout, progress: Progress, options: Ru
     written = engine.execute(job, ctx, options) if checkpoint else []
     progress.stage(final, tmp, written, phase="global", run_id=layout.run_id)
 
-
 def _stats(fs, progress: Progress, markers: list[dict[str, Any]]):
     stats = read_stats(fs, progress.side_dirs([m for m in markers if m["phase"] == "map"], "_stats"))
     for index, st in read_stats(fs, progress.side_dirs([m for m in markers if m["phase"] == "global"], "_stats"), skip=frozenset({-1})).items():
         stats.setdefault(index, StepStats()).add(st)
     return stats
-
 
 def _chains(plan: LogicalPlan) -> list[list[Counted]]:
     """The plan's steps as the balance check sees them: the main chain from the read, then each named source's."""
@@ -456,14 +308,12 @@ def _chains(plan: LogicalPlan) -> list[list[Counted]]:
 
     return [[Counted(-1, "read"), *counted(plan.nodes)], *(counted(side.nodes) for side in plan.inputs)]
 
-
 def _discard(fs, layout: SinkLayout, progress: Progress) -> None:
     """Leave the sink as it was: remove this run's unpublished files, its progress and its tmp folder."""
     old = read_manifest(fs, layout)
     sweep_unpublished(fs, layout, {f["path"].split("/", 1)[0] for f in (old or {}).get("files", [])})
     progress.clear()
     remove_tmp(fs, layout)
-
 
 def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout: SinkLayout, progress: Progress, start: float) -> RunReport:
     """Check that the counts balance and the error budget over every shard, then commit, write the report, drop the progress."""
@@ -519,7 +369,6 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
         f.write(json.dumps(report.to_dict(), indent=2).encode("utf-8"))
     return report
 
-
 def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -> RunReport:
     """Publish a sink whose ``count`` shards were run separately (``dataflow run --shard i/N``).
 
@@ -544,11 +393,10 @@ def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -
     if missing:
         raise RunError(f"cannot commit {spec.sink.uri}: shard(s) {', '.join(map(str, missing))} of {count} have no completion marker yet")
     _, optimized, engine, _ = compile_pipeline(spec)
-    _, tail = _split_at_global(optimized, _on_sink(spec.sink.uri, progress.staged))
+    _, tail = split_at_global(optimized, _on_sink(spec.sink.uri, progress.staged))
     if tail is not None:  # the shards staged the checkpoint; the global step runs once, here
         _run_global(engine, engine.compile(tail), layout, progress, RunOptions(progress=False))
     return _finish(spec, optimized, "shards", fs, layout, progress, time.monotonic())
-
 
 def take_rows(spec: PipelineSpec, n: int, options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
     """Run the pipeline on its first inputs, without a sink, and return ``n`` rows."""

@@ -36,10 +36,11 @@ def _mib(n: float) -> str:
 def resource_use(report, spec) -> dict[str, Any]:
     """What the run used: driver CPU and peak memory, worker-seconds, declared resources per step."""
     from dataflow.plan.nodes import FusedMap, Step
-    from dataflow.runner import plan_pipeline
+    from dataflow.engines.registry import engine_caps
+    from dataflow.plan.planner import plan_pipeline
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    _, optimized = plan_pipeline(spec)
+    _, optimized = plan_pipeline(spec, engine_caps())
     steps = []
     for number, node in enumerate(n for n in optimized.nodes if isinstance(n, (FusedMap, Step))):
         for step in node.steps if isinstance(node, FusedMap) else (node,):

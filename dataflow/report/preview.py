@@ -127,9 +127,10 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
 def _plan_steps(spec):
     from dataflow.errors import PlanError
     from dataflow.plan.nodes import FusedMap, Step
-    from dataflow.runner import plan_pipeline
+    from dataflow.engines.registry import engine_caps
+    from dataflow.plan.planner import plan_pipeline
 
-    _, optimized = plan_pipeline(spec)
+    _, optimized = plan_pipeline(spec, engine_caps())
     if optimized.inputs:
         names = ", ".join(i.name for i in optimized.inputs)
         raise PlanError(f"preview: steps read the named source(s) {names}, which preview does not load (use Pipeline.take() instead)")

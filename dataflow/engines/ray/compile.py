@@ -188,7 +188,7 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
     """
     read = write = None
     stages = []
-    for node in plan.in_order():
+    for node in plan.nodes:
         if type(node) is Read:
             read = _lower_read(node, plan)
         elif type(node) is Write:
