@@ -207,6 +207,8 @@ class OpSpec:
     gpu_resources: Resources | None = None
     input_types: tuple[tuple[str, ColumnType], ...] = ()
     reshapes: bool = False
+    partition_by: str | None = None
+    bucketing: Callable[[pydantic.BaseModel], Any] | None = field(default=None, compare=False)
 
     @property
     def drops_rows(self) -> bool:
@@ -312,6 +314,8 @@ def op(
     output_columns: Callable[[frozenset[str] | None, Any], frozenset[str] | None] | None = None,
     input_types: dict[str, str] | None = None,
     reshapes: bool = False,
+    partition_by: str | None = None,
+    bucketing: Callable[[Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
 
@@ -337,6 +341,11 @@ def op(
             (aggregations, joins): the run's row-conservation check does not hold it to
             ``rows_in == rows_out + dropped + errored``. Other global ops (dedups) count every
             input row they do not pass on as dropped.
+        partition_by: A global op whose rows group by the columns its parameter ``partition_by``
+            lists (``keys``): engines hash-partition the rows on them and run the op per partition.
+        bucketing: A global dedup's ``params -> dataflow.ops.dedup.Bucketing``: engines find the
+            duplicates distributed, bucket by bucket. A global op with neither runs over all its
+            rows at once (in one task, never on the driver).
     """
     from dataflow.ops.registry import register
 
@@ -350,6 +359,8 @@ def op(
             raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's namespace '{namespace}'")
         if reshapes and kind != "global":
             raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
+        if (partition_by or bucketing) and kind != "global":
+            raise OpDefinitionError(f"op '{name}': only a global op declares how it shuffles (partition_by, bucketing; got kind '{kind}')")
         if not outputs and kind not in {"filter", "global"}:
             raise OpDefinitionError(f"op '{name}': outputs must not be empty")
         for col in (*inputs, *outputs):
@@ -368,6 +379,8 @@ def op(
         for n in names:
             if n not in arg_docs:
                 raise OpDefinitionError(f"op '{name}': parameter '{n}' is not documented under 'Args:'")
+        if partition_by is not None and partition_by not in names:
+            raise OpDefinitionError(f"op '{name}': partition_by names no parameter '{partition_by}'")
         for need in needs:
             if need.param not in names:
                 raise OpDefinitionError(f"op '{name}': needs names no parameter '{need.param}'")
@@ -403,6 +416,8 @@ def op(
             output_columns=output_columns,
             input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
             reshapes=reshapes,
+            partition_by=partition_by,
+            bucketing=bucketing,
         )
         register(spec)
         return spec

@@ -44,13 +44,12 @@ class BucketRows:
     def __call__(self, batch: dict) -> dict:
         if self._keys is None:
             from dataflow.engines.ray.devices import worker_calls
-            from dataflow.ops.dedup import BUCKETINGS
             from dataflow.ops.registry import get_op
 
             # Here, in the worker: ``device: auto`` resolves against the GPUs Ray gave this task.
             (call,), _ = worker_calls([self.call], self.num_gpus)
             spec = get_op(call.op)
-            self._keys = BUCKETINGS[spec.name](spec.params(**call.params)).keys
+            self._keys = spec.bucketing(spec.params(**call.params)).keys
         buckets = self._keys(batch)
         return {SOURCE: np.asarray(batch[SOURCE], dtype=object)[buckets.row].astype(str), "band": buckets.band, "key": buckets.key, "value": buckets.value}
 
@@ -74,13 +73,13 @@ class _BucketEdges:
         self.call = call
 
     def __call__(self, part: int, rows: pa.Table | None) -> pa.Table:
-        from dataflow.ops.dedup import BUCKETINGS, Buckets, bucket_edges
+        from dataflow.ops.dedup import Buckets, bucket_edges
         from dataflow.ops.registry import get_op
 
         if rows is None or rows.num_rows == 0:
             return MEMBERS.empty_table()
         spec = get_op(self.call.op)
-        match = BUCKETINGS[spec.name](spec.params(**self.call.params)).match
+        match = spec.bucketing(spec.params(**self.call.params)).match
         col = lambda c: rows.column(c).to_numpy().astype(np.int64)  # noqa: E731
         a, b = bucket_edges(Buckets(np.arange(rows.num_rows, dtype=np.int64), col("band"), col("key"), col("value")), match)
         src = rows.column(SOURCE).combine_chunks()
