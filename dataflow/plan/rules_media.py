@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Step, steps_of
+from dataflow.plan.nodes import FusedMap, LogicalPlan, Step
 
 __all__ = ["DraftJpegDecodes"]
 
@@ -38,7 +38,7 @@ class DraftJpegDecodes:
     """
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
-        steps = steps_of(plan.nodes)
+        steps = plan.steps()
         changed: dict[int, Step] = {}
         for i, step in enumerate(steps):
             if step.op.name != _DECODE:

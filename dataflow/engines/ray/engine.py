@@ -6,7 +6,7 @@ from typing import Any
 
 from dataflow.engines.base import Engine, EngineCaps, RunContext, RunOptions
 from dataflow.engines.ray.compile import ARROW, RayJob, compile_plan
-from dataflow.runtime.batch import from_arrow, length, to_rows
+from dataflow.batch import from_arrow, length, to_rows
 
 __all__ = ["RayEngine"]
 

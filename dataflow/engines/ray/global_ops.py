@@ -21,7 +21,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F401  (tests/gpu)
 from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
 from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
-from dataflow.runtime.batch import from_arrow, to_arrow
+from dataflow.batch import from_arrow, to_arrow
 from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 

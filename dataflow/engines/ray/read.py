@@ -16,7 +16,7 @@ import numpy as np
 
 from dataflow.columns import SOURCE
 from dataflow.runtime.report import CACHE_COUNTERS_DIR
-from dataflow.runtime.batch import Columns, from_rows
+from dataflow.batch import Columns, from_rows
 from dataflow.runtime.error_sink import ErrorRecord
 from dataflow.runtime.io_stats import IoSpan, record_io, shard_tmp_of
 from dataflow.runtime.stage import StepStats

@@ -13,7 +13,7 @@ from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.plan.columns import named_by, needed_after
-from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write
+from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write, steps_of
 
 __all__ = ["READ_METHODS", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan"]
 
@@ -116,10 +116,6 @@ def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
     return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=node.op.drops_rows)
 
 
-def _steps_of(node) -> list[Step]:
-    return list(node.steps) if isinstance(node, FusedMap) else [node]
-
-
 _STEP_NODES = (FusedMap, Map, Filter, FlatMap, Shuffle)
 
 
@@ -137,7 +133,7 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
         else:
             if type(node) not in _STEP_NODES:
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
-            steps += _steps_of(node)
+            steps += steps_of([node])
     if read is not None:
         read = replace(read, named=named_by(steps))
     return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write
