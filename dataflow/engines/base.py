@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from collections.abc import Collection
 from typing import Any, ClassVar, Protocol
 
 from dataflow.runtime.progress import MIN_FILES_PER_SHARD
@@ -17,7 +18,8 @@ class EngineCaps:
     Attributes:
         name: The engine's name in YAML (``engine: ray``).
         requires: The top-level module the engine needs installed (``ray``, ``pyspark``).
-        ops: Names of the ops it lowers; ``None``: every registered op (it runs ops as Python).
+        ops: Names of the ops it lowers (the engine's lowering table's keys); ``None``: every
+            registered op (it runs ops as Python).
         source_formats: Source formats it reads; ``None``: every format.
         partitions_inputs: It takes every input as one unit (one shard), splitting work itself.
         shard_workers: Shards to run at once; ``None``: ``DATAFLOW_SHARD_CONCURRENCY`` (default 2).
@@ -26,7 +28,7 @@ class EngineCaps:
 
     name: str
     requires: str | None = None
-    ops: frozenset[str] | None = None
+    ops: Collection[str] | None = None
     source_formats: frozenset[str] | None = None
     partitions_inputs: bool = False
     shard_workers: int | None = None

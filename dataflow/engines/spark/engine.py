@@ -21,7 +21,7 @@ class SparkEngine(Engine):
     """
 
     caps = EngineCaps(
-        name="spark", requires="pyspark", ops=frozenset(LOWERINGS), source_formats=frozenset(READ_METHODS), shard_workers=1, min_files_per_shard=64
+        name="spark", requires="pyspark", ops=LOWERINGS.keys(), source_formats=frozenset(READ_METHODS), shard_workers=1, min_files_per_shard=64
     )
 
     def compile(self, plan) -> SparkJob:
