@@ -28,6 +28,7 @@ from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, r
 from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.report import CACHE_COUNTERS_DIR, CacheReport, RunReport, StepReport
+from dataflow.runtime.settings import resolve_cache
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_errors, read_stats
@@ -220,32 +221,24 @@ def _shard_context(
     return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache, publish_root=root)
 
 def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
-    """Resolve the cache tier: ``--cache-dir``, else ``storage.cache.dir``, else ``DATAFLOW_CACHE_DIR``.
+    """The run's cache tier (``dataflow.runtime.settings.resolve_cache``), or None when it is off or unusable.
 
-    ``max_bytes`` comes from ``storage.cache.max_bytes``, else ``DATAFLOW_CACHE_MAX_BYTES``. An
-    empty ``--cache-dir`` turns the cache off. A directory that cannot be used is reported once
-    here, and the run reads directly from remote storage.
+    A directory that cannot be used is reported once here, and the run reads directly from remote storage.
     """
     import logging
 
-    from connectors.registry import check_cache, parse_size
+    from connectors.registry import check_cache
 
-    declared = spec.storage.cache
-    folder = options.cache_dir if options.cache_dir is not None else (declared.dir if declared else os.environ.get("DATAFLOW_CACHE_DIR", ""))
-    if not folder:
+    settings = resolve_cache(spec.storage.cache, dir=options.cache_dir)
+    if settings is None:
         return None
-    max_bytes = declared.max_bytes if declared and declared.max_bytes else None
-    if max_bytes is None and os.environ.get("DATAFLOW_CACHE_MAX_BYTES"):
-        try:
-            max_bytes = parse_size(os.environ["DATAFLOW_CACHE_MAX_BYTES"])
-        except ValueError as exc:
-            raise DataflowError(f"DATAFLOW_CACHE_MAX_BYTES: {exc}") from exc
-    cache = {"dir": folder, "max_bytes": max_bytes}
+    cache = settings.as_options()
     problem = check_cache(cache)
     if problem:
         logging.getLogger("dataflow.cache").warning("dataflow cache: %s; reading directly from remote storage", problem)
         return None
     return cache
+
 
 def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
     """Sum the cache counters the read tasks of this run left under ``<tmp>/<shard>/_cache/``."""

@@ -143,8 +143,9 @@ def render_plan(
 ) -> Rendered:
     """Render an optimized plan whose pipeline file reads ``pipeline_text``.
 
-    The cache volume is mounted at the pipeline's ``storage.cache.dir`` when it declares one (that
-    setting wins over ``DATAFLOW_CACHE_DIR`` in ``dataflow run``), else at the config's ``cache.dir``.
+    The cache volume is mounted at the pipeline's ``storage.cache.dir`` when it declares one, else at
+    the config's ``cache.dir``; the pods' ``DATAFLOW_CACHE_DIR`` names the same folder (the variable
+    wins over YAML in ``dataflow run``, see ``dataflow.runtime.settings``).
 
     Raises:
         PlanError: a stage's engine has no Kubernetes operator; with ``target="job"``, a global step
@@ -159,7 +160,7 @@ def render_plan(
     stages = plan_stages(plan)
     declared = plan.spec.storage.cache
     if declared is not None and declared.dir != config.cache.dir:
-        # NOTE: the pipeline's storage.cache.dir wins over DATAFLOW_CACHE_DIR, so the volume goes there.
+        # NOTE: the pipeline asks for its own cache folder: the volume and DATAFLOW_CACHE_DIR go there.
         config = config.model_copy(update={"cache": config.cache.model_copy(update={"dir": declared.dir})})
     volcano = volcano_settings(config, config_file)
     base = config.name or dns_name(plan.spec.name)
