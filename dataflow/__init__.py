@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 from dataflow.errors import DataflowError, PipelineSpecError, PlanError, RowError, RunError
 
 if TYPE_CHECKING:
-    from dataflow.ops.declare import Resources, op
+    from dataflow.ops.declare import op
+    from dataflow.ops.resources import Resources
     from dataflow.pipeline import Pipeline, read
 
 __version__ = "0.1.0"
 
 __all__ = ["DataflowError", "Pipeline", "PipelineSpecError", "PlanError", "Resources", "RowError", "RunError", "__version__", "op", "read"]
 
-_LAZY = {"Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.declare"}
+_LAZY = {"Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.resources"}
 
 
 def __getattr__(name: str) -> Any:

@@ -27,13 +27,14 @@ from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, read_manifest, refuse_existing, remove_tmp, sweep_tmp, sweep_unpublished
 from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
-from dataflow.runtime.report import CACHE_COUNTERS_DIR, CacheReport, RunReport, StepReport
-from dataflow.runtime.settings import resolve_cache
+from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
+from dataflow.runtime.settings import resolve_cache
 from dataflow.runtime.stage import StepStats
-from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_errors, read_stats
+from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
 
 __all__ = ["BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "pipeline_hash", "run_pipeline", "take_rows"]
+
 
 class BudgetExceededError(RunError):
     """More row errors than ``errors.max_error_ratio`` / ``errors.max_errors`` allow."""
@@ -42,12 +43,14 @@ class BudgetExceededError(RunError):
         self.report = report
         super().__init__(message)
 
+
 class UnbalancedCountsError(RunError):
     """The run's row counters do not add up: rows were lost or made without a record (a bug, not bad data)."""
 
     def __init__(self, message: str, report: RunReport):
         self.report = report
         super().__init__(message)
+
 
 def pipeline_hash(spec: PipelineSpec) -> str:
     """A stable hash of what the pipeline computes (sink mode excluded)."""
@@ -56,45 +59,9 @@ def pipeline_hash(spec: PipelineSpec) -> str:
     data["storage"].pop("cache", None)  # where inputs are cached does not change the output
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
-def _report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunReport:
-    read = stats.get(-1)
-    steps = [StepReport(op="read", rows_in=read.rows_in, rows_out=read.rows_out, rows_errored=read.rows_errored, seconds=read.seconds)] if read else []
-    for i, step in enumerate(spec.all_steps):
-        st = stats.get(i)
-        if st is not None:
-            steps.append(StepReport(op=step.op, rows_in=st.rows_in, rows_out=st.rows_out, rows_errored=st.rows_errored, seconds=st.seconds, drops=dict(st.drops)))
-        else:
-            steps.append(StepReport(op=step.op))
-    return RunReport(
-        pipeline=spec.name,
-        engine=engine,
-        rows_in=read.rows_in if read else 0,
-        rows_out=sum(f.rows for f in files),
-        rows_errored=sum(s.rows_errored for s in stats.values()),
-        wall_seconds=wall,
-        output=spec.sink.uri,
-        errors=f"{spec.sink.uri.rstrip('/')}/_errors/",
-        steps=steps,
-        files=len(files),
-        bytes_written=sum(f.bytes for f in files),
-    )
-
-def _budget_problem(spec: PipelineSpec, report: RunReport) -> str | None:
-    budget = spec.errors
-    if budget.max_errors is not None and report.rows_errored > budget.max_errors:
-        return f"{report.rows_errored} row errors exceed errors.max_errors={budget.max_errors}"
-    ratio = report.rows_errored / report.rows_in if report.rows_in else 0.0
-    if budget.max_error_ratio is not None and ratio > budget.max_error_ratio:
-        return f"{report.rows_errored} of {report.rows_in} rows failed ({ratio:.1%}), above errors.max_error_ratio={budget.max_error_ratio}"
-    return None
-
-def _top_reasons(fs, errors_dirs: list[str]) -> str:
-    from collections import Counter
-
-    counts = Counter((r["op"], r["reason"].split(":")[0]) for r in read_errors(fs, errors_dirs, limit=10_000))
-    return "; ".join(f"{op}: {reason} (x{n})" for (op, reason), n in counts.most_common(3))
 
 _CHAINED = "The above exception was the direct cause of the following exception:"
+
 
 def _failure_text(exc: BaseException) -> str:
     """The user's exception inside an engine's wrappers, as ``Type: message``.
@@ -112,13 +79,17 @@ def _failure_text(exc: BaseException) -> str:
         return _failure_text(inner)
     return f"{type(exc).__name__}: {text.strip()}"
 
+
 @dataclass(frozen=True)
+
+
 class _Phase:
     """One engine job over shards: the whole plan, or the part before / from a global step."""
 
     name: str
     job: Any
     sharded: bool
+
 
 def _on_sink(sink_uri: str, path: str) -> str:
     """A path on the sink's filesystem as a URI an engine can read (the sink's scheme put back)."""
@@ -127,11 +98,13 @@ def _on_sink(sink_uri: str, path: str) -> str:
     scheme = scheme_of(sink_uri)
     return path if scheme == "file" else f"{scheme}://{path}"
 
+
 def _phases(engine: Engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
     head, tail = split_at_global(optimized, checkpoint_uri)
     if tail is None:
         return [_Phase("map", job, sharded=True)]
     return [_Phase("map", engine.compile(head), sharded=True), _Phase("global", engine.compile(tail), sharded=False)]
+
 
 def run_pipeline(
     spec: PipelineSpec, options: RunOptions = RunOptions(), *, restart: bool = False, shard: tuple[int, int] | None = None
@@ -196,7 +169,7 @@ def run_pipeline(
         _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1)
         if shard is not None:
             markers = [m for m in progress.completed().values()]
-            report = _report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
+            report = run_report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
             report.skipped = skipped
             return report
         if len(phases) > 1:
@@ -209,6 +182,7 @@ def run_pipeline(
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
 
+
 def _shard_context(
     layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, cache: dict[str, Any] | None = None, publish: bool = False
 ) -> tuple[str, RunContext]:
@@ -219,6 +193,7 @@ def _shard_context(
     side = SideOutputs(uri=spec.sink.uri, storage_options=spec.storage.options, stats_dir=posixpath.join(tmp, "_stats"), errors_dir=posixpath.join(tmp, "_errors"))
     root = layout.root if publish and scheme_of(spec.sink.uri) not in ("file", "memory") else None
     return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache, publish_root=root)
+
 
 def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
     """The run's cache tier (``dataflow.runtime.settings.resolve_cache``), or None when it is off or unusable.
@@ -239,20 +214,6 @@ def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | No
         return None
     return cache
 
-
-def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
-    """Sum the cache counters the read tasks of this run left under ``<tmp>/<shard>/_cache/``."""
-    if not fs.exists(layout.tmp):
-        return None
-    paths = [p for p in fs.find(layout.tmp) if posixpath.basename(posixpath.dirname(p)) == CACHE_COUNTERS_DIR]
-    if not paths:
-        return None
-    total = CacheReport()
-    for path in paths:
-        for name, value in json.loads(fs.cat_file(path)).items():
-            if hasattr(total, name):
-                setattr(total, name, getattr(total, name) + int(value))
-    return total
 
 def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
     """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
@@ -275,6 +236,7 @@ def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, pr
                     pool.shutdown(cancel_futures=True)  # the budget check at the end reports it
                     break
 
+
 def _run_global(engine: Engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:
     """Run the part from the first global step once, over the staged checkpoint of all shards."""
     maps = [m for m in progress.completed().values() if m["phase"] == "map"]
@@ -287,11 +249,13 @@ def _run_global(engine: Engine, job, layout: SinkLayout, progress: Progress, opt
     written = engine.execute(job, ctx, options) if checkpoint else []
     progress.stage(final, tmp, written, phase="global", run_id=layout.run_id)
 
+
 def _stats(fs, progress: Progress, markers: list[dict[str, Any]]):
     stats = read_stats(fs, progress.side_dirs([m for m in markers if m["phase"] == "map"], "_stats"))
     for index, st in read_stats(fs, progress.side_dirs([m for m in markers if m["phase"] == "global"], "_stats"), skip=frozenset({-1})).items():
         stats.setdefault(index, StepStats()).add(st)
     return stats
+
 
 def _chains(plan: LogicalPlan) -> list[list[Counted]]:
     """The plan's steps as the balance check sees them: the main chain from the read, then each named source's."""
@@ -301,12 +265,14 @@ def _chains(plan: LogicalPlan) -> list[list[Counted]]:
 
     return [[Counted(-1, "read"), *counted(plan.nodes)], *(counted(side.nodes) for side in plan.inputs)]
 
+
 def _discard(fs, layout: SinkLayout, progress: Progress) -> None:
     """Leave the sink as it was: remove this run's unpublished files, its progress and its tmp folder."""
     old = read_manifest(fs, layout)
     sweep_unpublished(fs, layout, {f["path"].split("/", 1)[0] for f in (old or {}).get("files", [])})
     progress.clear()
     remove_tmp(fs, layout)
+
 
 def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout: SinkLayout, progress: Progress, start: float) -> RunReport:
     """Check that the counts balance and the error budget over every shard, then commit, write the report, drop the progress."""
@@ -318,7 +284,7 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
     files = progress.staged_files(outputs)
     state = json.loads(fs.cat_file(progress.state_path))
     stats = _stats(fs, progress, markers)
-    report = _report(spec, engine_name, stats, files, time.monotonic() - start)
+    report = run_report(spec, engine_name, stats, files, time.monotonic() - start)
     problems = balance_problems(_chains(plan), stats, report.rows_out)
     if problems:
         _discard(fs, layout, progress)
@@ -329,13 +295,13 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
             report,
         )
     report.skipped = state.get("skipped", {})
-    report.cache = _cache_report(fs, layout)
+    report.cache = cache_report(fs, layout)
     io = io_totals(fs, layout.tmp)
     report.retries, report.bytes_read = io["retries"], io["bytes_read"]
     error_dirs = progress.side_dirs(markers, "_errors")
-    problem = _budget_problem(spec, report)
+    problem = budget_problem(spec, report)
     if problem:
-        reasons = _top_reasons(fs, error_dirs)
+        reasons = top_reasons(fs, error_dirs)
         publish_errors(fs, layout, error_dirs)
         _discard(fs, layout, progress)
         report.failure = f"error budget exceeded: {problem}; nothing was published"
@@ -361,6 +327,7 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
     with fs.open(posixpath.join(progress.base, "report.json"), "wb") as f:
         f.write(json.dumps(report.to_dict(), indent=2).encode("utf-8"))
     return report
+
 
 def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -> RunReport:
     """Publish a sink whose ``count`` shards were run separately (``dataflow run --shard i/N``).
@@ -390,6 +357,7 @@ def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -
     if tail is not None:  # the shards staged the checkpoint; the global step runs once, here
         _run_global(engine, engine.compile(tail), layout, progress, RunOptions(progress=False))
     return _finish(spec, optimized, "shards", fs, layout, progress, time.monotonic())
+
 
 def take_rows(spec: PipelineSpec, n: int, options: RunOptions = RunOptions()) -> list[dict[str, Any]]:
     """Run the pipeline on its first inputs, without a sink, and return ``n`` rows."""

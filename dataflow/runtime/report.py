@@ -1,15 +1,22 @@
-"""What a run reports: counts, timing, output location and per-step counters (``RunReport``)."""
+"""What a run reports: counts, timing, output location and per-step counters (``RunReport``), and building it."""
 from __future__ import annotations
 
+import json
+import posixpath
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["CACHE_COUNTERS_DIR", "CacheReport", "RunReport", "StepReport"]
+from dataflow.dsl.spec import PipelineSpec
+from dataflow.runtime.stats import read_errors
+
+__all__ = ["CACHE_COUNTERS_DIR", "CacheReport", "RunReport", "StepReport", "budget_problem", "cache_report", "run_report", "top_reasons"]
 
 CACHE_COUNTERS_DIR = "_cache"  # read tasks leave their cache counters in <shard tmp>/_cache/*.json
 
 
 @dataclass
+
+
 class StepReport:
     """Counters of one step (or of the reader, op ``read``)."""
 
@@ -22,6 +29,8 @@ class StepReport:
 
 
 @dataclass
+
+
 class CacheReport:
     """What the cache tier did in a run, summed over every read task (see ``connectors.storage.disk_cache``)."""
 
@@ -35,6 +44,8 @@ class CacheReport:
 
 
 @dataclass
+
+
 class RunReport:
     """The outcome of a run: counts, timing, output location and per-step counters."""
 
@@ -76,3 +87,62 @@ class RunReport:
             s["rows_per_second"] = round(s["rows_in"] / s["seconds"], 1) if s["seconds"] else None
             s["seconds"] = round(s["seconds"], 3)
         return d
+
+
+def run_report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunReport:
+    """The report of a run from its summed step counters and its written files."""
+    read = stats.get(-1)
+    steps = [StepReport(op="read", rows_in=read.rows_in, rows_out=read.rows_out, rows_errored=read.rows_errored, seconds=read.seconds)] if read else []
+    for i, step in enumerate(spec.all_steps):
+        st = stats.get(i)
+        if st is not None:
+            steps.append(StepReport(op=step.op, rows_in=st.rows_in, rows_out=st.rows_out, rows_errored=st.rows_errored, seconds=st.seconds, drops=dict(st.drops)))
+        else:
+            steps.append(StepReport(op=step.op))
+    return RunReport(
+        pipeline=spec.name,
+        engine=engine,
+        rows_in=read.rows_in if read else 0,
+        rows_out=sum(f.rows for f in files),
+        rows_errored=sum(s.rows_errored for s in stats.values()),
+        wall_seconds=wall,
+        output=spec.sink.uri,
+        errors=f"{spec.sink.uri.rstrip('/')}/_errors/",
+        steps=steps,
+        files=len(files),
+        bytes_written=sum(f.bytes for f in files),
+    )
+
+
+def budget_problem(spec: PipelineSpec, report: RunReport) -> str | None:
+    """Why the run's row errors exceed ``errors.max_errors`` / ``errors.max_error_ratio``, or None."""
+    budget = spec.errors
+    if budget.max_errors is not None and report.rows_errored > budget.max_errors:
+        return f"{report.rows_errored} row errors exceed errors.max_errors={budget.max_errors}"
+    ratio = report.rows_errored / report.rows_in if report.rows_in else 0.0
+    if budget.max_error_ratio is not None and ratio > budget.max_error_ratio:
+        return f"{report.rows_errored} of {report.rows_in} rows failed ({ratio:.1%}), above errors.max_error_ratio={budget.max_error_ratio}"
+    return None
+
+
+def top_reasons(fs, errors_dirs: list[str]) -> str:
+    """The three commonest (op, reason) pairs among the run's error records."""
+    from collections import Counter
+
+    counts = Counter((r["op"], r["reason"].split(":")[0]) for r in read_errors(fs, errors_dirs, limit=10_000))
+    return "; ".join(f"{op}: {reason} (x{n})" for (op, reason), n in counts.most_common(3))
+
+
+def cache_report(fs, layout) -> CacheReport | None:
+    """Sum the cache counters the read tasks of this run left under ``<tmp>/<shard>/_cache/``."""
+    if not fs.exists(layout.tmp):
+        return None
+    paths = [p for p in fs.find(layout.tmp) if posixpath.basename(posixpath.dirname(p)) == CACHE_COUNTERS_DIR]
+    if not paths:
+        return None
+    total = CacheReport()
+    for path in paths:
+        for name, value in json.loads(fs.cat_file(path)).items():
+            if hasattr(total, name):
+                setattr(total, name, getattr(total, name) + int(value))
+    return total
