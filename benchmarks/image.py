@@ -72,7 +72,9 @@ def _resize_phash(batch: dict) -> dict:
 def run_ours(folder: pathlib.Path, out: pathlib.Path, draft: bool) -> float:
     from dataflow.dsl.parse import parse_pipeline
     from dataflow.engines.base import RunOptions
-    from dataflow.runner import plan_pipeline, run_pipeline
+    from dataflow.runner import run_pipeline
+    from dataflow.engines.registry import engine_caps
+    from dataflow.plan.planner import plan_pipeline
 
     decode = {"op": "image.decode", "params": {"device": "cpu"} if draft else {"auto_draft": False, "device": "cpu"}}
     spec = parse_pipeline({
@@ -82,7 +84,7 @@ def run_ours(folder: pathlib.Path, out: pathlib.Path, draft: bool) -> float:
                   {"op": "table.select", "params": {"columns": ["phash", "width", "height"]}}],
         "sink": {"uri": str(out), "format": "parquet", "mode": "overwrite"},
     })
-    _, optimized = plan_pipeline(spec)
+    _, optimized = plan_pipeline(spec, engine_caps())
     decode_step = next(s for n in optimized.nodes for s in getattr(n, "steps", (n,)) if getattr(s, "op", None) and s.op.name == "image.decode")
     assert decode_step.params.draft_max_side == (SIDE if draft else None), decode_step.params  # the planner's choice
     start = time.perf_counter()

@@ -110,7 +110,7 @@ def lowering(spark, data: pathlib.Path, out: pathlib.Path) -> int:
     from connectors.registry import list_files
     from dataflow.dsl.parse import load_pipeline
     from dataflow.engines.spark.run import build_frames, write_outputs
-    from dataflow.runner import compile_pipeline
+    from dataflow.engines.registry import compile_pipeline
     from dataflow.runtime.stats import SideOutputs
 
     spec = load_pipeline(str(ROOT / "pipelines" / "optical_module_faults.yaml"), environ={"OPTICAL_DATA": str(data), "OPTICAL_OUT": str(out)})

@@ -27,7 +27,6 @@ __all__ = [
     "filesystem",
     "format_connector",
     "io_counters",
-    "join",
     "join_under",
     "line_reader",
     "list_files",
@@ -113,14 +112,6 @@ def to_uri(path: str, template: str) -> str:
     if scheme_of(template) in _HOST_SCHEMES:
         return f"{scheme}://{rest.split('/', 1)[0]}/{path.lstrip('/')}"
     return f"{scheme}://{path.lstrip('/')}"
-
-
-def join(base: str, *parts: str) -> str:
-    """Join URI path segments with '/'."""
-    out = base.rstrip("/")
-    for p in parts:
-        out = f"{out}/{p.strip('/')}"
-    return out
 
 
 def join_under(root: str, name: str) -> str:

@@ -16,7 +16,8 @@ from dataflow.errors import DataflowError, PipelineSpecError, PlanError, RowErro
 
 if TYPE_CHECKING:
     from dataflow.memory import from_arrow, from_huggingface, from_items, from_pandas, from_ray, from_spark
-    from dataflow.ops.declare import Resources, op
+    from dataflow.ops.declare import op
+    from dataflow.ops.resources import Resources
     from dataflow.pipeline import Pipeline, read
 
 __version__ = "0.1.0"
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.declare",
+    "Pipeline": "dataflow.pipeline", "read": "dataflow.pipeline", "op": "dataflow.ops.declare", "Resources": "dataflow.ops.resources",
     **dict.fromkeys(("from_arrow", "from_huggingface", "from_items", "from_pandas", "from_ray", "from_spark"), "dataflow.memory"),
 }
 

@@ -82,7 +82,7 @@ class DatasetMethods:
 
     def schema(self):
         """The output's Arrow schema, from a run over the first inputs."""
-        from dataflow.runtime.batch import from_rows, to_arrow
+        from dataflow.batch import from_rows, to_arrow
 
         rows = self.take(64)
         if not rows:
@@ -109,13 +109,13 @@ class DatasetMethods:
 
     def to_ray(self):
         """The output as a ``ray.data.Dataset`` reading the staged Parquet in parallel (on this process's Ray)."""
-        from dataflow.runner import get_engine
+        from dataflow.engines.registry import get_engine
 
         return get_engine("ray").read_output(self._files())
 
     def to_spark(self):
         """The output as a Spark DataFrame reading the staged Parquet (on this process's Spark session)."""
-        from dataflow.runner import get_engine
+        from dataflow.engines.registry import get_engine
 
         return get_engine("spark").read_output(self._files())
 

@@ -119,7 +119,7 @@ class Pipeline(DatasetMethods):
 
     def explain(self) -> str:
         """The logical plan, the optimized plan with engines, and the lowered engine job."""
-        from dataflow.runner import explain_pipeline
+        from dataflow.engines.registry import explain_pipeline
 
         # Without a sink, the results (to_pandas, count...) write to a staging folder.
         data = self._data if "sink" in self._data else {**self._data, "sink": {"uri": "<staging folder>/output", "format": "parquet"}}

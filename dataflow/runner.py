@@ -5,7 +5,6 @@ The only module that calls the plan, the engines and the commit together.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import posixpath
@@ -14,29 +13,27 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from dataflow.dsl.spec import PipelineSpec, SinkSpec, SourceSpec
-from dataflow.engines.base import CACHE_COUNTERS_DIR, CacheReport, RunContext, RunOptions, RunReport, StepReport
+from dataflow.dsl.spec import PipelineSpec
+from dataflow.engines.base import Engine, RunContext, RunOptions
+from dataflow.engines.registry import compile_pipeline
 from dataflow.errors import DataflowError, RunError
 from dataflow.ops.declare import OpKind
-from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
-from dataflow.plan.build import source_refs
-from dataflow.plan.nodes import LogicalPlan, Read, Shuffle, Write, steps_of
-from dataflow.plan.handoff import MixedJob, split_at_handoffs
-from dataflow.plan.rules import DEFAULT_RULES, AssignEngines
+from dataflow.plan.nodes import LogicalPlan, steps_of
+from dataflow.plan.phases import split_at_global
 from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, read_manifest, refuse_existing, remove_tmp, sweep_tmp, sweep_unpublished
 from dataflow.runtime.io_stats import io_totals
-from dataflow.runtime.progress import MIN_FILES_PER_SHARD, Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
+from dataflow.runtime.settings import resolve_cache
 from dataflow.runtime.stage import StepStats
-from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_errors, read_stats
+from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
 
-__all__ = ["ENGINES", "BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "compile_pipeline", "explain_pipeline", "get_engine", "pipeline_hash", "plan_pipeline", "run_pipeline", "take_rows"]
-
-ENGINES = {"ray": "dataflow.engines.ray:RayEngine", "spark": "dataflow.engines.spark:SparkEngine"}
+__all__ = ["BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "pipeline_hash", "run_pipeline", "take_rows"]
 
 
 class BudgetExceededError(RunError):
@@ -55,165 +52,12 @@ class UnbalancedCountsError(RunError):
         super().__init__(message)
 
 
-def _engine_available(name: str) -> bool:
-    return importlib.util.find_spec(ENGINES[name].split(":")[0]) is not None
-
-
-def get_engine(name: str):
-    """Return an engine instance by name."""
-    module, _, cls = ENGINES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()
-
-
-def _engine_class(name: str):
-    module, _, cls = ENGINES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def plan_pipeline(spec: PipelineSpec) -> tuple[LogicalPlan, LogicalPlan]:
-    """Return the (logical, optimized) plans of a spec, checked (engine capabilities included)."""
-    supports = {name: _engine_class(name).supports for name in ENGINES if _engine_available(name) and hasattr(_engine_class(name), "supports")}
-    # The default rules, with engine assignment told which engines are installed and what they run.
-    assign = AssignEngines(spark_available=_engine_available("spark"), supports=supports)
-    logical = validate_plan(build_plan(spec), engines=assign)  # column flow and engine capability, reported together
-    rules = (assign, *(r for r in DEFAULT_RULES if not isinstance(r, AssignEngines)))
-    return logical, optimize(logical, rules)
-
-
-def compile_pipeline(spec: PipelineSpec):
-    """Return (logical plan, optimized plan, engine, compiled job); no cluster is started.
-
-    A plan that hands rows from one engine to another gets a ``MixedEngine`` running its segments.
-    """
-    logical, optimized = plan_pipeline(spec)
-    for name in optimized.engines:
-        if not _engine_available(name):
-            raise DataflowError(f"engine '{name}' is not available in this installation")
-    if optimized.engine is None:
-        segments = split_at_handoffs(optimized)
-        engines = [get_engine(seg.engine) for seg in segments]
-        job = MixedJob(plan=optimized, segments=tuple(segments), jobs=tuple(e.compile(seg) for e, seg in zip(engines, segments)))
-        return logical, optimized, MixedEngine(engines), job
-    engine = get_engine(optimized.engine)
-    return logical, optimized, engine, engine.compile(optimized)
-
-
-class MixedEngine:
-    """Runs a plan's engine segments in order; each hands its rows to the next as Parquet.
-
-    Segment k writes under ``<shard tmp>/handoff-k/``, which segment k+1 reads; the folders lie in
-    the run's ``_tmp/<run_id>/`` and are removed with it after the commit. Counters of a handoff
-    read are not input rows, so they are left out of the run's read counters.
-    """
-
-    partitions_inputs = True
-
-    def __init__(self, engines: list):
-        self.engines = engines
-        self.name = "+".join(e.name for e in engines)
-
-    def _segment(self, job: MixedJob, k: int, ctx: RunContext, inputs):
-        from connectors.registry import list_files
-
-        folder = posixpath.dirname(ctx.tmp_data)
-        scheme = ctx.side.uri.split("://", 1)[0] if "://" in ctx.side.uri and not ctx.side.uri.startswith("file://") else None
-        uris = [f"{scheme}://{posixpath.join(folder, f'handoff-{i + 1}').lstrip('/')}" if scheme else posixpath.join(folder, f"handoff-{i + 1}") for i in range(len(job.segments) - 1)]
-        plan = job.bind(k, uris)
-        last = k == len(job.segments) - 1
-        stats_dir = ctx.side.stats_dir if k == 0 else posixpath.join(folder, f"_stats_handoff-{k}")
-        sub = replace(ctx, tmp_data=ctx.tmp_data if last else posixpath.join(folder, f"handoff-{k + 1}"), side=replace(ctx.side, stats_dir=stats_dir), inputs=inputs)
-        sub = replace(sub, publish_root=ctx.publish_root if last else None)  # handoffs stay in tmp
-        if k > 0:
-            src = plan.nodes[0].source
-            sub = replace(sub, inputs=tuple(list_files(src.uri, src.format, src.options, ctx.storage_options)))
-        return self.engines[k], self.engines[k].compile(plan), sub
-
-    def start(self, options: RunOptions) -> None:
-        for engine in self.engines:
-            engine.start(options)
-
-    def execute(self, job: MixedJob, ctx: RunContext, options: RunOptions) -> list[Any]:
-        from connectors.registry import filesystem
-
-        written: list[Any] = []
-        for k in range(len(job.segments)):
-            engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
-            handed = sum(f.rows for f in written)
-            written = engine.execute(sub_job, sub, options)
-            if k > 0:
-                fs = filesystem(ctx.side.uri, ctx.storage_options)
-                stats = read_stats(fs, [sub.side.stats_dir])
-                read = stats.pop(-1, StepStats())
-                if read.rows_in != handed:
-                    raise RunError(
-                        f"handoff {k} ({self.engines[k - 1].name} -> {engine.name}): {engine.name} read {read.rows_in} rows, "
-                        f"but {self.engines[k - 1].name} wrote {handed} (a bug in the engine, not bad data; nothing was published)"
-                    )
-                ctx.side.write(f"handoff-{k}", uuid.uuid4().hex[:12], [], stats)
-                fs.rm(sub.side.stats_dir, recursive=True)
-        return written
-
-    def take(self, job: MixedJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
-        for k in range(len(job.segments) - 1):
-            engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
-            engine.execute(sub_job, sub, options)
-        engine, sub_job, sub = self._segment(job, len(job.segments) - 1, ctx, None)
-        return engine.take(sub_job, n, sub, options)
-
-
-def explain_pipeline(spec: PipelineSpec) -> str:
-    """The three sections of ``dataflow explain``."""
-    logical, optimized, _, job = compile_pipeline(spec)
-    return "\n\n".join([render_logical(logical), render_optimized(optimized), job.describe()])
-
-
 def pipeline_hash(spec: PipelineSpec) -> str:
     """A stable hash of what the pipeline computes (sink mode excluded)."""
     data = spec.model_dump(mode="json")
     data["sink"].pop("mode", None)
     data["storage"].pop("cache", None)  # where inputs are cached does not change the output
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _report(spec: PipelineSpec, engine: str, stats, files, wall: float) -> RunReport:
-    read = stats.get(-1)
-    steps = [StepReport(op="read", rows_in=read.rows_in, rows_out=read.rows_out, rows_errored=read.rows_errored, seconds=read.seconds)] if read else []
-    for i, step in enumerate(spec.all_steps):
-        st = stats.get(i)
-        if st is not None:
-            steps.append(StepReport(op=step.op, rows_in=st.rows_in, rows_out=st.rows_out, rows_errored=st.rows_errored, seconds=st.seconds, drops=dict(st.drops)))
-        else:
-            steps.append(StepReport(op=step.op))
-    return RunReport(
-        pipeline=spec.name,
-        engine=engine,
-        rows_in=read.rows_in if read else 0,
-        rows_out=sum(f.rows for f in files),
-        rows_errored=sum(s.rows_errored for s in stats.values()),
-        wall_seconds=wall,
-        output=spec.sink.uri,
-        errors=f"{spec.sink.uri.rstrip('/')}/_errors/",
-        steps=steps,
-        files=len(files),
-        bytes_written=sum(f.bytes for f in files),
-    )
-
-
-def _budget_problem(spec: PipelineSpec, report: RunReport) -> str | None:
-    budget = spec.errors
-    if budget.max_errors is not None and report.rows_errored > budget.max_errors:
-        return f"{report.rows_errored} row errors exceed errors.max_errors={budget.max_errors}"
-    ratio = report.rows_errored / report.rows_in if report.rows_in else 0.0
-    if budget.max_error_ratio is not None and ratio > budget.max_error_ratio:
-        return f"{report.rows_errored} of {report.rows_in} rows failed ({ratio:.1%}), above errors.max_error_ratio={budget.max_error_ratio}"
-    return None
-
-
-def _top_reasons(fs, errors_dirs: list[str]) -> str:
-    from collections import Counter
-
-    counts = Counter((r["op"], r["reason"].split(":")[0]) for r in read_errors(fs, errors_dirs, limit=10_000))
-    return "; ".join(f"{op}: {reason} (x{n})" for (op, reason), n in counts.most_common(3))
 
 
 _CHAINED = "The above exception was the direct cause of the following exception:"
@@ -237,28 +81,14 @@ def _failure_text(exc: BaseException) -> str:
 
 
 @dataclass(frozen=True)
+
+
 class _Phase:
     """One engine job over shards: the whole plan, or the part before / from a global step."""
 
     name: str
     job: Any
     sharded: bool
-
-
-def _split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPlan, LogicalPlan | None]:
-    """Cut before the first global step: the map part runs per shard into a Parquet checkpoint."""
-    cut = next((i for i, n in enumerate(plan.nodes) if isinstance(n, Shuffle)), None)
-    if cut is None:
-        return plan, None
-    engine = plan.nodes[cut].engine
-    checkpoint_sink = SinkSpec(uri=plan.spec.sink.uri, format="parquet")
-    # Named sources feed joins, which are global: the map part reads them only if a step names one.
-    steps = steps_of(plan.nodes[:cut])
-    inputs = plan.inputs if any(source_refs(s) for s in steps) else ()
-    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine)), inputs=inputs)
-    source = SourceSpec(uri=checkpoint_uri, format="parquet", options={"keep_lineage": True})  # the rows keep their input's lineage
-    tail = replace(plan, nodes=(Read(source=source, engine=engine), *plan.nodes[cut:]))
-    return head, tail
 
 
 def _on_sink(sink_uri: str, path: str) -> str:
@@ -269,8 +99,8 @@ def _on_sink(sink_uri: str, path: str) -> str:
     return path if scheme == "file" else f"{scheme}://{path}"
 
 
-def _phases(engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
-    head, tail = _split_at_global(optimized, checkpoint_uri)
+def _phases(engine: Engine, optimized: LogicalPlan, job, checkpoint_uri: str) -> list[_Phase]:
+    head, tail = split_at_global(optimized, checkpoint_uri)
     if tail is None:
         return [_Phase("map", job, sharded=True)]
     return [_Phase("map", engine.compile(head), sharded=True), _Phase("global", engine.compile(tail), sharded=False)]
@@ -313,10 +143,10 @@ def run_pipeline(
     if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, parquet_schema(inputs[0], storage))
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
-    whole = shard is None and getattr(engine, "partitions_inputs", False)
+    whole = shard is None and engine.caps.partitions_inputs
     shards = make_shards(
         inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"),
-        min_files_per_shard=getattr(engine, "min_files_per_shard", MIN_FILES_PER_SHARD),
+        min_files_per_shard=engine.caps.min_files_per_shard,
     )
     progress = Progress(fs, layout.root)
     state = {
@@ -336,14 +166,13 @@ def run_pipeline(
     # One shard in all: a checkpoint before a global step would only write the input to it twice.
     single = shard is None and len(shards) == 1
     phases = [_Phase("map", job, sharded=True)] if whole or single else _phases(engine, optimized, job, _on_sink(sink.uri, progress.staged))
-    prepare = getattr(engine, "prepare", None)  # fixes what must not vary between shards (Spark's inferred JSON schema)
-    map_job = prepare(phases[0].job, sorted(inputs), storage) if prepare else phases[0].job
+    map_job = engine.prepare(phases[0].job, sorted(inputs), storage)  # fixes what must not vary between shards (Spark's inferred JSON schema)
     todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]
     try:
         _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1)
         if shard is not None:
             markers = [m for m in progress.completed().values()]
-            report = _report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
+            report = run_report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
             report.skipped = skipped
             return report
         if len(phases) > 1:
@@ -370,27 +199,18 @@ def _shard_context(
 
 
 def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
-    """Resolve the cache tier: ``--cache-dir``, else ``storage.cache.dir``, else ``DATAFLOW_CACHE_DIR``.
+    """The run's cache tier (``dataflow.runtime.settings.resolve_cache``), or None when it is off or unusable.
 
-    ``max_bytes`` comes from ``storage.cache.max_bytes``, else ``DATAFLOW_CACHE_MAX_BYTES``. An
-    empty ``--cache-dir`` turns the cache off. A directory that cannot be used is reported once
-    here, and the run reads directly from remote storage.
+    A directory that cannot be used is reported once here, and the run reads directly from remote storage.
     """
     import logging
 
-    from connectors.registry import check_cache, parse_size
+    from connectors.registry import check_cache
 
-    declared = spec.storage.cache
-    folder = options.cache_dir if options.cache_dir is not None else (declared.dir if declared else os.environ.get("DATAFLOW_CACHE_DIR", ""))
-    if not folder:
+    settings = resolve_cache(spec.storage.cache, dir=options.cache_dir)
+    if settings is None:
         return None
-    max_bytes = declared.max_bytes if declared and declared.max_bytes else None
-    if max_bytes is None and os.environ.get("DATAFLOW_CACHE_MAX_BYTES"):
-        try:
-            max_bytes = parse_size(os.environ["DATAFLOW_CACHE_MAX_BYTES"])
-        except ValueError as exc:
-            raise DataflowError(f"DATAFLOW_CACHE_MAX_BYTES: {exc}") from exc
-    cache = {"dir": folder, "max_bytes": max_bytes}
+    cache = settings.as_options()
     problem = check_cache(cache)
     if problem:
         logging.getLogger("dataflow.cache").warning("dataflow cache: %s; reading directly from remote storage", problem)
@@ -398,22 +218,7 @@ def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | No
     return cache
 
 
-def _cache_report(fs, layout: SinkLayout) -> CacheReport | None:
-    """Sum the cache counters the read tasks of this run left under ``<tmp>/<shard>/_cache/``."""
-    if not fs.exists(layout.tmp):
-        return None
-    paths = [p for p in fs.find(layout.tmp) if posixpath.basename(posixpath.dirname(p)) == CACHE_COUNTERS_DIR]
-    if not paths:
-        return None
-    total = CacheReport()
-    for path in paths:
-        for name, value in json.loads(fs.cat_file(path)).items():
-            if hasattr(total, name):
-                setattr(total, name, getattr(total, name) + int(value))
-    return total
-
-
-def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
+def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
     """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
     cache = cache_config(spec, options)
 
@@ -423,7 +228,7 @@ def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: 
         progress.stage(s, tmp, written, phase="map", run_id=layout.run_id)
 
     # An engine that parallelises inside one job (Spark: one session) runs its shards one at a time.
-    workers = getattr(engine, "shard_workers", None) or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
+    workers = engine.caps.shard_workers or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for future in as_completed([pool.submit(one, s) for s in shards]):
             future.result()
@@ -435,7 +240,7 @@ def _run_shards(engine, job, shards: list[Shard], layout: SinkLayout, progress: 
                     break
 
 
-def _run_global(engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:
+def _run_global(engine: Engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:
     """Run the part from the first global step once, over the staged checkpoint of all shards."""
     maps = [m for m in progress.completed().values() if m["phase"] == "map"]
     final = Shard(index=len(maps), count=len(maps), inputs=("global",))
@@ -482,7 +287,7 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
     files = progress.staged_files(outputs)
     state = json.loads(fs.cat_file(progress.state_path))
     stats = _stats(fs, progress, markers)
-    report = _report(spec, engine_name, stats, files, time.monotonic() - start)
+    report = run_report(spec, engine_name, stats, files, time.monotonic() - start)
     problems = balance_problems(_chains(plan), stats, report.rows_out)
     if problems:
         _discard(fs, layout, progress)
@@ -493,13 +298,13 @@ def _finish(spec: PipelineSpec, plan: LogicalPlan, engine_name: str, fs, layout:
             report,
         )
     report.skipped = state.get("skipped", {})
-    report.cache = _cache_report(fs, layout)
+    report.cache = cache_report(fs, layout)
     io = io_totals(fs, layout.tmp)
     report.retries, report.bytes_read = io["retries"], io["bytes_read"]
     error_dirs = progress.side_dirs(markers, "_errors")
-    problem = _budget_problem(spec, report)
+    problem = budget_problem(spec, report)
     if problem:
-        reasons = _top_reasons(fs, error_dirs)
+        reasons = top_reasons(fs, error_dirs)
         publish_errors(fs, layout, error_dirs)
         _discard(fs, layout, progress)
         report.failure = f"error budget exceeded: {problem}; nothing was published"
@@ -551,7 +356,7 @@ def commit_shards(sink_uri: str, count: int, spec: PipelineSpec | None = None) -
     if missing:
         raise RunError(f"cannot commit {spec.sink.uri}: shard(s) {', '.join(map(str, missing))} of {count} have no completion marker yet")
     _, optimized, engine, _ = compile_pipeline(spec)
-    _, tail = _split_at_global(optimized, _on_sink(spec.sink.uri, progress.staged))
+    _, tail = split_at_global(optimized, _on_sink(spec.sink.uri, progress.staged))
     if tail is not None:  # the shards staged the checkpoint; the global step runs once, here
         _run_global(engine, engine.compile(tail), layout, progress, RunOptions(progress=False))
     return _finish(spec, optimized, "shards", fs, layout, progress, time.monotonic())

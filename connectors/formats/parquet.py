@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from connectors.formats import WrittenFile
-from dataflow.runtime.batch import to_arrow
+from dataflow.batch import to_arrow
 
 
 class ParquetFormat:

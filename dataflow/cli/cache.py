@@ -1,11 +1,10 @@
 """``dataflow cache stats | clear | warm``: inspect, empty and prefill the node-local cache tier.
 
-The directory is ``--cache-dir``, else the pipeline's ``storage.cache.dir`` (``--pipeline``),
-else ``DATAFLOW_CACHE_DIR``.
+The directory is ``--cache-dir``, else ``DATAFLOW_CACHE_DIR``, else the pipeline's
+``storage.cache.dir`` (``--pipeline``): ``dataflow.runtime.settings.resolve_cache``.
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -15,7 +14,7 @@ from dataflow.cli.options import debug_option, handle_errors
 
 __all__ = ["cache"]
 
-_dir_option = click.option("--cache-dir", help="The cache directory (default: the pipeline's storage.cache.dir, then DATAFLOW_CACHE_DIR).")
+_dir_option = click.option("--cache-dir", help="The cache directory (default: DATAFLOW_CACHE_DIR, then the pipeline's storage.cache.dir).")
 _pipeline_option = click.option("--pipeline", "pipeline_path", type=click.Path(dir_okay=False, exists=True), help="Take the cache and storage options from this pipeline.")
 
 
@@ -36,18 +35,16 @@ def _spec(pipeline_path: str | None):
 
 
 def _config(cache_dir: str | None, spec, max_bytes: str | None = None) -> dict[str, Any]:
-    from connectors.registry import parse_size
+    from dataflow.errors import DataflowError
+    from dataflow.runtime.settings import resolve_cache
 
-    declared = spec.storage.cache if spec is not None else None
-    folder = cache_dir or (declared.dir if declared else None) or os.environ.get("DATAFLOW_CACHE_DIR")
-    if not folder:
-        raise click.UsageError("no cache directory: pass --cache-dir, --pipeline with storage.cache.dir, or set DATAFLOW_CACHE_DIR")
-    size = max_bytes or os.environ.get("DATAFLOW_CACHE_MAX_BYTES")
     try:
-        limit = parse_size(size) if size else (declared.max_bytes if declared else None)
-    except ValueError as exc:
+        settings = resolve_cache(spec.storage.cache if spec is not None else None, dir=cache_dir or None, max_bytes=max_bytes or None)
+    except DataflowError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-bytes") from exc
-    return {"dir": folder, "max_bytes": limit}
+    if settings is None:
+        raise click.UsageError("no cache directory: pass --cache-dir, set DATAFLOW_CACHE_DIR, or --pipeline with storage.cache.dir")
+    return settings.as_options()
 
 
 def _storage_options(pairs: tuple[str, ...], spec) -> dict[str, dict[str, Any]]:
@@ -130,7 +127,7 @@ def clear(cache_dir, pipeline_path):
 @click.argument("uris", nargs=-1)
 @_dir_option
 @_pipeline_option
-@click.option("--max-bytes", help="Size bound of the cache, e.g. 200GB (default: storage.cache.max_bytes, DATAFLOW_CACHE_MAX_BYTES).")
+@click.option("--max-bytes", help="Size bound of the cache, e.g. 200GB (default: DATAFLOW_CACHE_MAX_BYTES, then storage.cache.max_bytes).")
 @click.option("--format", "fmt", default="binary", show_default=True, help="Source format of the URIs (chooses the default file extensions).")
 @click.option("--option", "pairs", multiple=True, metavar="SCHEME.KEY=VALUE", help="A storage option, e.g. s3.endpoint_url=http://127.0.0.1:9000 (repeatable).")
 @click.option("--jobs", default=8, show_default=True, help="Objects fetched at once.")

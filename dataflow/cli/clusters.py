@@ -79,7 +79,7 @@ def _summary(run) -> str:
 def _compile(spec, gpu_type):
     from dataflow.broker.placement import demand_of
     from dataflow.errors import PlanError
-    from dataflow.runner import compile_pipeline
+    from dataflow.engines.registry import compile_pipeline
 
     _, optimized, engine, job = compile_pipeline(spec)
     if engine.name != "ray":

@@ -82,6 +82,8 @@ def render(pipeline, cluster_config, namespace, image, queue, priority_class, pr
       dataflow k8s render p.yaml --target job --shards 64
     """
     rendered = _render(pipeline, cluster_config, namespace, image, queue, priority_class, profile, target, shards)
+    if rendered.extras:
+        click.echo(f"dataflow: the image needs dataflow[{','.join(rendered.extras)}] for this pipeline's ops", err=True)
     click.echo(rendered.to_yaml() if output == "yaml" else rendered.to_json(), nl=output == "json")
 
 

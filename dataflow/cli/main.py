@@ -137,7 +137,7 @@ def validate(pipeline, overrides):
       dataflow validate pipelines/thumbnails.yaml
       dataflow validate p.yaml --set steps[1].params.min_side=128
     """
-    from dataflow.runner import compile_pipeline
+    from dataflow.engines.registry import compile_pipeline
 
     spec = _load(pipeline, overrides)
     _, optimized, _, _ = compile_pipeline(spec)
@@ -158,7 +158,7 @@ def explain(pipeline, overrides):
       dataflow explain pipelines/thumbnails.yaml
       dataflow explain p.yaml --set engine=spark
     """
-    from dataflow.runner import explain_pipeline
+    from dataflow.engines.registry import explain_pipeline
 
     click.echo(explain_pipeline(_load(pipeline, overrides)))
 

@@ -119,7 +119,7 @@ def _missing_requirements(spec, params) -> tuple[list[str], str]:
     return spec.missing(params if isinstance(params, dict) else None)
 
 
-def _check_steps(data: dict, lines: LineMap, file: str | None) -> list[SpecIssue]:
+def _check_steps(data: dict, lines: LineMap, file: str | None, installed: bool = True) -> list[SpecIssue]:
     from dataflow.ops.registry import get_op
 
     issues = []
@@ -138,7 +138,7 @@ def _check_steps(data: dict, lines: LineMap, file: str | None) -> list[SpecIssue
             # Check the params against the likely op too, so one run reports both typos.
             spec = get_op(exc.suggestions[0])
             assumed = f", assuming 'op: {exc.suggestions[0]}'"
-        missing, install = ([], "") if assumed else _missing_requirements(spec, step.get("params"))
+        missing, install = ([], "") if assumed or not installed else _missing_requirements(spec, step.get("params"))
         if missing:
             issues.append(SpecIssue(
                 key=format_path(key), file=file, line=line, col=col,
@@ -171,6 +171,7 @@ def parse_pipeline(
     lines: LineMap | None = None,
     overrides: list[str] | tuple[str, ...] = (),
     environ: dict[str, str] | None = None,
+    installed: bool = True,
 ) -> PipelineSpec:
     """Validate pipeline data (as loaded from YAML) and return the spec.
 
@@ -180,6 +181,8 @@ def parse_pipeline(
         lines: Key path -> (line, column) from ``yaml_io.load``.
         overrides: ``key.path=value`` strings applied first.
         environ: Variables for ``${VAR}`` substitution (default: the process environment).
+        installed: Require each op's optional modules here; ``False`` for a spec that runs
+            elsewhere (a cluster image): params are still validated from the op's declaration.
 
     Raises:
         PipelineSpecError: listing every problem at once.
@@ -198,7 +201,7 @@ def parse_pipeline(
         spec = PipelineSpec.model_validate(data)
     except pydantic.ValidationError as exc:
         issues += _issues_from_validation(exc, PipelineSpec, (), lines, file)
-    issues += _check_steps(data, lines, file)
+    issues += _check_steps(data, lines, file, installed)
     if issues:
         issues.sort(key=lambda i: (i.line or 0, i.col or 0))
         raise PipelineSpecError(issues)

@@ -9,8 +9,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
-    "SINK_FORMATS",
-    "SOURCE_FORMATS",
     "CacheSpec",
     "ErrorsSpec",
     "NamedSourceSpec",
@@ -24,8 +22,6 @@ __all__ = [
 ]
 
 MEMORY_OPTION = "memory"  # the source option naming an in-memory source (set by dataflow.memory, never in YAML)
-SOURCE_FORMATS = ("audio", "binary", "csv", "image", "jsonl", "parquet", "text", "webdataset")
-SINK_FORMATS = ("files", "jsonl", "parquet", "webdataset")
 SourceFormat = Literal["audio", "binary", "csv", "image", "jsonl", "parquet", "text", "webdataset"]
 SinkFormat = Literal["files", "jsonl", "parquet", "webdataset"]
 

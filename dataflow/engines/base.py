@@ -1,13 +1,52 @@
-"""What every engine provides: compile a plan to a job, run the job, return a RunReport."""
+"""The engine contract: declared capabilities (``EngineCaps``), the ``Engine`` base class, run options."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from collections.abc import Collection
+from typing import Any, ClassVar, Protocol
 
-__all__ = ["CACHE_COUNTERS_DIR", "CacheReport", "CompiledJob", "Engine", "RunContext", "RunOptions", "RunReport", "StepReport"]
+from dataflow.ops.declare import Modality, OpKind
+from dataflow.runtime.progress import MIN_FILES_PER_SHARD
+
+__all__ = ["CompiledJob", "Engine", "EngineCaps", "RunContext", "RunOptions"]
 
 
-CACHE_COUNTERS_DIR = "_cache"  # read tasks leave their cache counters in <shard tmp>/_cache/*.json
+@dataclass(frozen=True)
+class EngineCaps:
+    """What an engine runs and how the runner feeds it, as data the planner and the runner read.
+
+    Attributes:
+        name: The engine's name in YAML (``engine: ray``).
+        requires: The top-level module the engine needs installed (``ray``, ``pyspark``).
+        ops: Names of the ops it lowers (the engine's lowering table's keys); ``None``: every
+            registered op (it runs ops as Python).
+        source_formats: Source formats it reads; ``None``: every format.
+        partitions_inputs: It takes every input as one unit (one shard), splitting work itself.
+        shard_workers: Shards to run at once; ``None``: ``DATAFLOW_SHARD_CONCURRENCY`` (default 2).
+        min_files_per_shard: The smallest shard worth one job of this engine.
+        python_table_ops: Besides ``ops``, it runs any row-wise table op (map, filter, flat map:
+            ``map_batches`` functions, plugin table ops) as Python in its workers.
+    """
+
+    name: str
+    requires: str | None = None
+    ops: Collection[str] | None = None
+    source_formats: frozenset[str] | None = None
+    partitions_inputs: bool = False
+    shard_workers: int | None = None
+    min_files_per_shard: int = MIN_FILES_PER_SHARD
+    python_table_ops: bool = False
+
+    def runs(self, op: Any) -> bool:
+        """Whether the engine runs the op ``op`` (an ``OpSpec``)."""
+        if self.ops is None or op.name in self.ops:
+            return True
+        return self.python_table_ops and op.modality is Modality.TABLE and op.kind in (OpKind.MAP, OpKind.FILTER, OpKind.FLAT_MAP)
+
+    def reads(self, source_format: str) -> bool:
+        """Whether the engine reads sources of ``source_format``."""
+        return self.source_formats is None or source_format in self.source_formats
 
 
 @dataclass(frozen=True)
@@ -25,75 +64,6 @@ class RunOptions:
     shuffle_partitions: int | None = None  # Ray: partitions of each global step's shuffle (default 2 per CPU)
     spill_dir: str | None = None  # Ray: where a local Ray spills its object store to disk (default Ray's, under /tmp)
     verbose: bool = False  # show the engines' own INFO and WARNING lines and Ray workers' output (--verbose)
-
-
-@dataclass
-class StepReport:
-    """Counters of one step (or of the reader, op ``read``)."""
-
-    op: str
-    rows_in: int = 0
-    rows_out: int = 0
-    rows_errored: int = 0
-    seconds: float = 0.0
-    drops: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class CacheReport:
-    """What the cache tier did in a run, summed over every read task (see ``connectors.storage.disk_cache``)."""
-
-    hits: int = 0
-    misses: int = 0
-    bytes_local: int = 0
-    bytes_remote: int = 0
-    evictions: int = 0
-    corrupt: int = 0
-    direct_reads: int = 0
-
-
-@dataclass
-class RunReport:
-    """The outcome of a run: counts, timing, output location and per-step counters."""
-
-    pipeline: str
-    engine: str
-    rows_in: int = 0
-    rows_out: int = 0
-    rows_errored: int = 0
-    wall_seconds: float = 0.0
-    output: str | None = None
-    errors: str | None = None
-    steps: list[StepReport] = field(default_factory=list)
-    files: int = 0
-    bytes_written: int = 0  # bytes of the published output files
-    bytes_read: int = 0  # bytes the read tasks got from the source (from remote storage or the cache tier)
-    retries: int = 0  # storage requests sent again by the tasks' S3 clients (SlowDown, 5xx, broken connections)
-    published: bool = False
-    failure: str | None = None
-    cache: CacheReport | None = None
-    source: str | None = None
-    source_format: str | None = None
-    skipped: dict[str, int] = field(default_factory=dict)  # files the source's extension filter left out, by extension
-    resources: dict[str, Any] = field(default_factory=dict)  # filled at commit by dataflow.report.html
-
-    @property
-    def rows_per_second(self) -> float:
-        return self.rows_in / self.wall_seconds if self.wall_seconds else 0.0
-
-    def _repr_html_(self) -> str:
-        from dataflow.report.notebook import run_report_html
-
-        return run_report_html(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["wall_seconds"] = round(self.wall_seconds, 3)
-        d["rows_per_second"] = round(self.rows_per_second, 1)
-        for s in d["steps"]:
-            s["rows_per_second"] = round(s["rows_in"] / s["seconds"], 1) if s["seconds"] else None
-            s["seconds"] = round(s["seconds"], 3)
-        return d
 
 
 class CompiledJob(Protocol):
@@ -117,18 +87,34 @@ class RunContext:
     publish_root: str | None = None  # object-store sinks, last phase: writers upload finished files here, under their final names
 
 
-class Engine(Protocol):
-    """Lower and run plans on one execution engine; the runner commits what it wrote."""
+class Engine(ABC):
+    """Lower and run plans on one execution engine; the runner commits what it wrote.
 
-    name: str
+    A subclass declares ``caps`` and implements ``compile``, ``execute`` and ``take``.
+    """
 
-    def compile(self, plan: Any) -> CompiledJob: ...
+    caps: ClassVar[EngineCaps]
 
+    @property
+    def name(self) -> str:
+        return self.caps.name
+
+    @abstractmethod
+    def compile(self, plan: Any) -> CompiledJob:
+        """Lower an optimized plan (every node on this engine) to a job; starts nothing."""
+
+    @abstractmethod
     def start(self, options: RunOptions) -> None:
         """Start or join the engine's session; the runner calls it on the main thread while it lists the inputs."""
 
+    @abstractmethod
     def execute(self, job: CompiledJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         """Run the job to its shard writers; return the ``WrittenFile`` entries."""
 
+    @abstractmethod
     def take(self, job: CompiledJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         """Run the job without its sink and return its first ``n`` rows."""
+
+    def prepare(self, job: CompiledJob, inputs: list[str], storage: dict[str, Any]) -> CompiledJob:
+        """Fix what must not vary between shards, from the whole sorted input; by default nothing."""
+        return job

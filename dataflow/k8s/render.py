@@ -16,13 +16,13 @@ controllers' own rules; rendering fails with every problem listed rather than em
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 
 from connectors.registry import scheme_of
-from dataflow.dsl.parse import parse_pipeline
+from dataflow.dsl.parse import locate_issues, parse_pipeline
 from dataflow.dsl.yaml_io import load
 from dataflow.errors import PipelineSpecError, PlanError, SpecIssue
 from dataflow.k8s import pod
@@ -36,11 +36,11 @@ from dataflow.k8s.schema import kind_of, schema_errors
 from dataflow.k8s.spark_application import ENTRYPOINT_FILE, ENTRYPOINT_SCRIPT, spark_application
 from dataflow.k8s.stages import Stage, plan_stages
 from dataflow.k8s.volcano import queue_object, ray_labels, volcano_settings
-from dataflow.plan import build_plan, optimize, validate_plan
+from dataflow.engines.registry import engine_caps
 from dataflow.plan.nodes import LogicalPlan
-from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
+from dataflow.plan.planner import plan_pipeline
 
-__all__ = ["ManifestError", "Rendered", "TARGETS", "render_pipeline", "render_plan"]
+__all__ = ["ManifestError", "Rendered", "TARGETS", "image_extras", "render_pipeline", "render_plan"]
 
 PIPELINE_KEY = "pipeline.yaml"
 # NOTE: stands in for Secret-provided variables while planning; the plan never reaches a manifest.
@@ -74,6 +74,7 @@ class Rendered:
 
     objects: tuple[dict[str, Any], ...]
     stages: tuple[Stage, ...]
+    extras: tuple[str, ...] = ()  # the dataflow[...] extras the image needs for these ops
 
     def to_yaml(self) -> str:
         """Return the objects as one multi-document YAML stream (``kubectl apply -f -`` reads it)."""
@@ -142,8 +143,9 @@ def render_plan(
 ) -> Rendered:
     """Render an optimized plan whose pipeline file reads ``pipeline_text``.
 
-    The cache volume is mounted at the pipeline's ``storage.cache.dir`` when it declares one (that
-    setting wins over ``DATAFLOW_CACHE_DIR`` in ``dataflow run``), else at the config's ``cache.dir``.
+    The cache volume is mounted at the pipeline's ``storage.cache.dir`` when it declares one, else at
+    the config's ``cache.dir``; the pods' ``DATAFLOW_CACHE_DIR`` names the same folder (the variable
+    wins over YAML in ``dataflow run``, see ``dataflow.runtime.settings``).
 
     Raises:
         PlanError: a stage's engine has no Kubernetes operator; with ``target="job"``, a global step
@@ -163,7 +165,7 @@ def render_plan(
     stages = plan_stages(plan)
     declared = plan.spec.storage.cache
     if declared is not None and declared.dir != config.cache.dir:
-        # NOTE: the pipeline's storage.cache.dir wins over DATAFLOW_CACHE_DIR, so the volume goes there.
+        # NOTE: the pipeline asks for its own cache folder: the volume and DATAFLOW_CACHE_DIR go there.
         config = config.model_copy(update={"cache": config.cache.model_copy(update={"dir": declared.dir})})
     volcano = volcano_settings(config, config_file)
     base = config.name or dns_name(plan.spec.name)
@@ -247,6 +249,16 @@ def render_pipeline(path: str, config: ClusterConfig, *, config_file: str | None
     data, lines = load(text, file=path)
     check_env(config.env, config_file)
     check_pipeline_credentials(data, lines, path, set(config.secret_env), bool(config.env_from_secrets))
-    spec = parse_pipeline(data, file=path, lines=lines, environ=_pod_environ(config, data))
-    plan = optimize(validate_plan(build_plan(spec)), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
-    return render_plan(plan, text, config, config_file=config_file, target=target)
+    # The image runs the ops: their optional extras need not be installed here (see Rendered.extras).
+    spec = parse_pipeline(data, file=path, lines=lines, environ=_pod_environ(config, data), installed=False)
+    try:
+        _, plan = plan_pipeline(spec, engine_caps(installed_only=False))
+    except PlanError as exc:
+        raise PlanError(issues=locate_issues(exc.issues, path, lines)) from exc
+    rendered = render_plan(plan, text, config, config_file=config_file, target=target)
+    return replace(rendered, extras=image_extras(plan))
+
+
+def image_extras(plan: LogicalPlan) -> tuple[str, ...]:
+    """The ``dataflow[...]`` extras the image needs for the plan's ops with their params (sorted)."""
+    return tuple(sorted({extra for s in plan.steps() for _, extra in s.op.requirements(s.params.model_dump()) if extra}))

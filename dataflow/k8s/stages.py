@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from dataflow.k8s.naming import dns_name
 from dataflow.ops.declare import Resources
-from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Node, Read, Step, Write
+from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Node, Read, Step, Write, steps_of
 
 __all__ = ["ComputeNeed", "Stage", "plan_stages"]
 
@@ -86,12 +86,7 @@ class Stage:
 
 
 def _stage_name(nodes: list[Node]) -> str:
-    for node in nodes:
-        steps = node.steps if isinstance(node, FusedMap) else (node,) if isinstance(node, Step) else ()
-        for step in steps:
-            if step.stage:
-                return step.stage
-    return ""
+    return next((step.stage for step in steps_of(nodes) if step.stage), "")
 
 
 def plan_stages(plan: LogicalPlan) -> tuple[Stage, ...]:

@@ -5,13 +5,14 @@ import enum
 import importlib.util
 import inspect
 import re
-import typing
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pydantic
 
 from dataflow.errors import OpDefinitionError
+from dataflow.ops.resources import Needs, Resources
+from dataflow.ops.signature import param_fields, parse_args_doc
 
 __all__ = ["BatchFormat", "ColumnType", "Modality", "Needs", "OpKind", "OpSpec", "Params", "Resources", "op"]
 
@@ -78,110 +79,6 @@ class BatchFormat(str, enum.Enum):
     ROW = "row"
 
 
-@dataclass(frozen=True)
-class Resources:
-    """What one worker of a step needs, in Ray's words.
-
-    Args:
-        num_cpus: CPUs per task or actor (fractions allowed).
-        num_gpus: GPUs per task or actor; above 1 it must be a whole number.
-        memory: Bytes of memory per task or actor.
-        concurrency: Number of actors (or maximum parallel tasks).
-        batch_size: Rows per batch handed to the op.
-    """
-
-    num_cpus: float | None = None
-    num_gpus: float | None = None
-    memory: int | None = None
-    concurrency: int | None = None
-    batch_size: int | None = None
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None and value < 0:
-                raise OpDefinitionError(f"Resources.{f.name} must be >= 0, got {value}")
-        if self.num_gpus is not None and self.num_gpus > 1 and self.num_gpus != int(self.num_gpus):
-            raise OpDefinitionError(f"Resources.num_gpus above 1 must be a whole number, got {self.num_gpus}")
-
-    def merged(self, override: Resources | None) -> Resources:
-        """Return these resources with every value set in ``override`` replacing ours."""
-        if override is None:
-            return self
-        changes = {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
-        return replace(self, **changes)
-
-    def as_dict(self) -> dict[str, float | int]:
-        """Return the values that are set."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-
-@dataclass(frozen=True)
-class Needs:
-    """Modules an op needs only when one of its parameters has a given value.
-
-    Args:
-        param: The parameter, e.g. ``method``.
-        value: The value that needs the modules, e.g. ``silero``.
-        modules: Modules that must import.
-        extra: The pip extra that installs them.
-    """
-
-    param: str
-    value: Any
-    modules: tuple[str, ...]
-    extra: str | None = None
-
-
-def _parse_args_doc(doc: str) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its summary and its ``Args:`` entries."""
-    lines = inspect.cleandoc(doc or "").splitlines()
-    summary = lines[0].strip() if lines else ""
-    args: dict[str, str] = {}
-    in_args, current = False, None
-    for line in lines[1:]:
-        stripped = line.strip()
-        if stripped in {"Args:", "Arguments:"}:
-            in_args = True
-            continue
-        if in_args:
-            if stripped.endswith(":") and not line.startswith(" "):
-                break  # the next section
-            match = re.match(r"^\s{2,8}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
-            if match and (len(line) - len(line.lstrip())) <= 8 and not line.startswith(" " * 9):
-                current = match.group(1)
-                args[current] = match.group(2).strip()
-            elif current and stripped:
-                args[current] = f"{args[current]} {stripped}"
-            elif not stripped and current:
-                current = None
-    return summary, args
-
-
-def _param_fields(target: Callable[..., Any], op_name: str, first: bool) -> tuple[dict[str, Any], list[str]]:
-    """Build pydantic fields from the keyword-only parameters of ``target``."""
-    sig = inspect.signature(target)
-    params = list(sig.parameters.values())
-    if params and params[0].name == "self":
-        params = params[1:]
-    if first:
-        if not params or params[0].name not in {"batch", "row"}:
-            raise OpDefinitionError(f"op '{op_name}': the first parameter must be 'batch' or 'row'")
-        params = params[1:]
-    hints = typing.get_type_hints(target)
-    result: dict[str, Any] = {}
-    names = []
-    for p in params:
-        if p.kind is not inspect.Parameter.KEYWORD_ONLY:
-            raise OpDefinitionError(f"op '{op_name}': parameter '{p.name}' must be keyword-only (put it after '*')")
-        if p.name not in hints:
-            raise OpDefinitionError(f"op '{op_name}': parameter '{p.name}' has no type annotation")
-        default = ... if p.default is inspect.Parameter.empty else p.default
-        result[p.name] = (hints[p.name], default)
-        names.append(p.name)
-    return result, names
-
-
 class Params(pydantic.BaseModel):
     """The base of every op's parameter model: validated once at plan time, shipped as is.
 
@@ -224,6 +121,8 @@ class OpSpec:
     input_types: tuple[tuple[str, ColumnType], ...] = ()
     reshapes: bool = False
     consumes: tuple[str, ...] = ()
+    partition_by: str | None = None
+    bucketing: Callable[[pydantic.BaseModel], Any] | None = field(default=None, compare=False)
 
     @property
     def drops_rows(self) -> bool:
@@ -341,6 +240,8 @@ def op(
     input_types: dict[str, str] | None = None,
     reshapes: bool = False,
     consumes: tuple[str, ...] = (),
+    partition_by: str | None = None,
+    bucketing: Callable[[Any], Any] | None = None,
 ) -> Callable[[Callable[..., Any] | type], OpSpec]:
     """Declare an operator and register it.
 
@@ -369,6 +270,11 @@ def op(
         consumes: Entries of ``inputs`` whose data the outputs replace (a decode's encoded
             bytes): the sink leaves such a column out unless a later step reads it, a later step
             writes it anew, or ``sink.keep`` names it.
+        partition_by: A global op whose rows group by the columns its parameter ``partition_by``
+            lists (``keys``): engines hash-partition the rows on them and run the op per partition.
+        bucketing: A global dedup's ``params -> dataflow.ops.dedup.Bucketing``: engines find the
+            duplicates distributed, bucket by bucket. A global op with neither runs over all its
+            rows at once (in one task, never on the driver).
     """
     from dataflow.ops.registry import register
 
@@ -382,6 +288,8 @@ def op(
             raise OpDefinitionError(f"op '{name}': modality '{modality}' must equal the name's namespace '{namespace}'")
         if reshapes and kind != "global":
             raise OpDefinitionError(f"op '{name}': only a global op may reshape (got kind '{kind}')")
+        if (partition_by or bucketing) and kind != "global":
+            raise OpDefinitionError(f"op '{name}': only a global op declares how it shuffles (partition_by, bucketing; got kind '{kind}')")
         if not outputs and kind not in {"filter", "global"}:
             raise OpDefinitionError(f"op '{name}': outputs must not be empty")
         for col in (*inputs, *outputs):
@@ -389,17 +297,19 @@ def op(
                 raise OpDefinitionError(f"op '{name}': column '{col}' must be snake_case")
         stateful = inspect.isclass(target)
         call = target.__init__ if stateful else target
-        fields_, names = _param_fields(call, name, first=not stateful)
+        fields_, names = param_fields(call, name, first=not stateful)
         if stateful:
             call_params = list(inspect.signature(target.__call__).parameters)
             if call_params[1:2] not in (["batch"], ["row"]):
                 raise OpDefinitionError(f"op '{name}': __call__ must take 'batch' or 'row'")
-        summary, arg_docs = _parse_args_doc(target.__doc__ or "")
+        summary, arg_docs = parse_args_doc(target.__doc__ or "")
         if not summary:
             raise OpDefinitionError(f"op '{name}': needs a docstring")
         for n in names:
             if n not in arg_docs:
                 raise OpDefinitionError(f"op '{name}': parameter '{n}' is not documented under 'Args:'")
+        if partition_by is not None and partition_by not in names:
+            raise OpDefinitionError(f"op '{name}': partition_by names no parameter '{partition_by}'")
         for need in needs:
             if need.param not in names:
                 raise OpDefinitionError(f"op '{name}': needs names no parameter '{need.param}'")
@@ -438,6 +348,8 @@ def op(
             input_types=tuple((col, ColumnType(expected)) for col, expected in (input_types or {}).items()),
             reshapes=reshapes,
             consumes=tuple(consumes),
+            partition_by=partition_by,
+            bucketing=bucketing,
         )
         model.__dataflow_op__ = spec
         register(spec)

@@ -10,13 +10,13 @@ partitioning, shard count, engine or order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Union
+from typing import Callable, Literal, Union
 
 import numpy as np
 
 from dataflow.columns import SOURCE
 
-__all__ = ["BUCKETINGS", "Bucketing", "Buckets", "bucket_edges", "components", "dedup_rows", "keep_first", "register_bucketing"]
+__all__ = ["Bucketing", "Buckets", "bucket_edges", "components", "dedup_rows", "keep_first"]
 
 Columns = dict[str, np.ndarray]
 Match = Union[Literal["all", "equal"], Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray]"]]
@@ -49,19 +49,6 @@ class Bucketing:
 
     keys: Callable[[Columns], Buckets]
     match: Match = "all"
-
-
-BUCKETINGS: dict[str, Callable[[Any], Bucketing]] = {}
-
-
-def register_bucketing(op_name: str) -> Callable[[Callable[[Any], Bucketing]], Callable[[Any], Bucketing]]:
-    """Declare ``fn(params) -> Bucketing`` for the dedup op ``op_name`` (engines lower it distributed)."""
-
-    def decorate(fn: Callable[[Any], Bucketing]) -> Callable[[Any], Bucketing]:
-        BUCKETINGS[op_name] = fn
-        return fn
-
-    return decorate
 
 
 def _star(groups: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -153,8 +153,9 @@ class LogicalPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     inputs: tuple[SideInput, ...] = ()
 
-    def in_order(self) -> tuple[Node, ...]:
-        return self.nodes
+    def steps(self) -> list[Step]:
+        """The main chain's steps in order, each fused stage's steps in its place (named sources' not included)."""
+        return steps_of(self.nodes)
 
     @property
     def engine(self) -> str | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from collections.abc import Mapping
 from typing import Callable, Protocol
 
 from dataflow.errors import EngineCapabilityError, SpecIssue
@@ -9,13 +10,21 @@ from dataflow.ops.declare import Modality, OpKind, OpSpec, Resources
 from dataflow.plan.nodes import FusedMap, Handoff, LogicalPlan, Step
 from dataflow.plan.rules_media import DraftJpegDecodes, LeaveOutConsumedInputs
 
-__all__ = ["DEFAULT_RULES", "AssignEngines", "FuseAdjacentMaps", "InsertHandoffs", "Rule", "optimize"]
+__all__ = ["DEFAULT_RULES", "AssignEngines", "Caps", "FuseAdjacentMaps", "InsertHandoffs", "Rule", "optimize"]
 
-_TABULAR_SOURCES = {"csv", "jsonl", "parquet", "text"}
 _ROW_WISE = {OpKind.MAP, OpKind.FILTER, OpKind.FLAT_MAP}
 _ENGINE_ORDER = ("ray", "spark")
 
-Supports = Callable[[OpSpec], bool]
+
+
+class Caps(Protocol):
+    """What the planner reads of an engine's declared capabilities (``dataflow.engines.base.EngineCaps``)."""
+
+    name: str
+
+    def runs(self, op: OpSpec) -> bool: ...
+
+    def reads(self, source_format: str) -> bool: ...
 
 
 class Rule(Protocol):
@@ -27,18 +36,21 @@ class Rule(Protocol):
 class AssignEngines:
     """Give every node an engine: the stage's or pipeline's ``engine:``, or ray/spark by what the steps do.
 
-    ``auto`` picks Spark when every step is a table op that Spark lowers and the input is tabular or
-    line-based, and Ray otherwise (media steps, media sources, or an op only Ray runs). A step the
-    chosen engine cannot run is an error naming the step and the engines that can (every such step, in one error).
+    ``auto`` picks Spark when every step is a table op that Spark lowers and Spark reads the input
+    (tabular or line-based), and Ray otherwise (media steps, media sources, or an op only Ray runs).
+    A step the chosen engine cannot run is an error naming the step and the engines that can (every
+    such step, in one error), as is a source it cannot read or an engine that is not there.
+
+    Args:
+        engines: name -> capabilities of the engines the plan may use (``EngineCaps``).
     """
 
-    def __init__(self, spark_available: bool = False, supports: dict[str, Supports] | None = None):
-        self.spark_available = spark_available
-        self.supports = supports or {"ray": lambda op: True}
+    def __init__(self, engines: Mapping[str, Caps]):
+        self.engines = dict(engines)
 
     def _lacking(self, engine: str, steps: list[Step]) -> list[Step]:
-        can = self.supports.get(engine)
-        return [s for s in steps if can is not None and not can(s.op)]
+        caps = self.engines.get(engine)
+        return [s for s in steps if caps is not None and not caps.runs(s.op)]
 
     def _choose(self, requested: str, steps: list[Step], source_format: str, forced_by: str) -> tuple[str, str]:
         if requested != "auto":
@@ -46,20 +58,31 @@ class AssignEngines:
         media = sorted({s.op.modality.value for s in steps if s.op.modality is not Modality.TABLE})
         if media:
             return "ray", f"auto: {', '.join(media)} steps run on Ray Data"
-        if source_format not in _TABULAR_SOURCES:
-            return "ray", f"auto: a '{source_format}' source is unstructured media, read by Ray Data"
-        if not self.spark_available:
+        if "spark" not in self.engines:
             return "ray", "auto: table steps, but the Spark engine is not installed; Ray Data runs them"
+        if not self.engines["spark"].reads(source_format):
+            return "ray", f"auto: a '{source_format}' source is unstructured media, read by Ray Data"
         lacking = self._lacking("spark", steps)
         if lacking:
             return "ray", f"auto: table steps, but Spark has no lowering for {', '.join(sorted({s.op.name for s in lacking}))}; Ray Data runs them"
         return "spark", f"auto: every step is a table op over a '{source_format}' source, which Spark runs natively"
 
-    def _check(self, engine: str, steps: list[Step], reason: str) -> list[SpecIssue]:
-        """One issue per step ``engine`` cannot run, naming the engines that can."""
+    def _check(self, engine: str, steps: list[Step], reason: str, source_format: str | None = None) -> list[SpecIssue]:
+        """One issue per step ``engine`` cannot run, naming the engines that can; one for a source it cannot read."""
+        if engine not in self.engines:
+            have = ", ".join(e for e in _ENGINE_ORDER if e in self.engines)
+            return [SpecIssue(key="engine", message=f"engine '{engine}' is not installed here ({reason}); installed: {have or 'none'}",
+                              hint="install it, or set engine: to an installed one")]
         issues = []
+        if source_format is not None and not self.engines[engine].reads(source_format):
+            have = [e for e in _ENGINE_ORDER if e != engine and e in self.engines and self.engines[e].reads(source_format)]
+            issues.append(SpecIssue(
+                key="source.format",
+                message=f"engine '{engine}' cannot read a '{source_format}' source ({reason}); engines that can: {', '.join(have) or 'none'}",
+                hint="set engine: to one of those",
+            ))
         for s in self._lacking(engine, steps):
-            have = [e for e in _ENGINE_ORDER if e != engine and (e == "ray" or self.spark_available) and not self._lacking(e, [s])]
+            have = [e for e in _ENGINE_ORDER if e != engine and e in self.engines and not self._lacking(e, [s])]
             issues.append(SpecIssue(
                 key=s.path,
                 message=f"engine '{engine}' cannot run {s.op.name} ({reason}); engines that can: {', '.join(have) or 'none'}",
@@ -90,7 +113,7 @@ class AssignEngines:
             if requested == "auto":
                 requested, forced_by = spec.engine, "in the pipeline"
             engine, reason = self._choose(requested, steps, source_format, forced_by)
-            issues += self._check(engine, steps, reason)
+            issues += self._check(engine, steps, reason, source_format)
             engine_of.update({id(s): engine for s in steps})
             reasons.append((name, engine, reason))
             source_format = "parquet"  # the next stage reads the handoff
@@ -102,7 +125,7 @@ class AssignEngines:
         inputs = []
         for side in plan.inputs:
             engine = _consumer_engine(nodes, side.name, first)
-            issues += self._check(engine, [n for n in side.nodes if isinstance(n, Step)], f"source '{side.name}' is read by a step on {engine}")
+            issues += self._check(engine, [n for n in side.nodes if isinstance(n, Step)], f"source '{side.name}' is read by a step on {engine}", side.nodes[0].source.format)
             inputs.append(replace(side, nodes=tuple(replace(n, engine=engine) for n in side.nodes)))
         if issues:
             raise EngineCapabilityError(first, issues=issues)
@@ -192,7 +215,8 @@ class InsertHandoffs:
         return replace(plan, nodes=tuple(out))
 
 
-DEFAULT_RULES: tuple[Rule, ...] = (AssignEngines(), FuseAdjacentMaps(), InsertHandoffs(), DraftJpegDecodes(), LeaveOutConsumedInputs())
+# The rules after engine assignment, which needs the engines' capabilities (``plan_pipeline`` puts it first).
+DEFAULT_RULES: tuple[Rule, ...] = (FuseAdjacentMaps(), InsertHandoffs(), DraftJpegDecodes(), LeaveOutConsumedInputs())
 
 
 def optimize(plan: LogicalPlan, rules: tuple[Rule, ...] = DEFAULT_RULES) -> LogicalPlan:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dataflow.columns import SOURCE
-from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Step, Write, source_columns, steps_of
+from dataflow.plan.nodes import FusedMap, LogicalPlan, Read, Step, Write, source_columns
 
 __all__ = ["DraftJpegDecodes", "LeaveOutConsumedInputs"]
 
@@ -39,7 +39,7 @@ class DraftJpegDecodes:
     """
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
-        steps = steps_of(plan.nodes)
+        steps = plan.steps()
         changed: dict[int, Step] = {}
         for i, step in enumerate(steps):
             if step.op.name != _DECODE:
@@ -107,7 +107,7 @@ class LeaveOutConsumedInputs:
     """
 
     def apply(self, plan: LogicalPlan) -> LogicalPlan:
-        steps = steps_of(plan.nodes)
+        steps = plan.steps()
         sink = plan.spec.sink
         left_out = consumed_left_out(steps, sink)
         reaching = _reaching(plan, steps)

@@ -35,14 +35,15 @@ def _mib(n: float) -> str:
 
 def resource_use(report, spec) -> dict[str, Any]:
     """What the run used: driver CPU and peak memory, worker-seconds, declared resources per step."""
-    from dataflow.plan.nodes import FusedMap, Step
-    from dataflow.runner import plan_pipeline
+    from dataflow.plan.nodes import FusedMap, Step, steps_of
+    from dataflow.engines.registry import engine_caps
+    from dataflow.plan.planner import plan_pipeline
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    _, optimized = plan_pipeline(spec)
+    _, optimized = plan_pipeline(spec, engine_caps())
     steps = []
     for number, node in enumerate(n for n in optimized.nodes if isinstance(n, (FusedMap, Step))):
-        for step in node.steps if isinstance(node, FusedMap) else (node,):
+        for step in steps_of([node]):
             declared = {k: v for k, v in vars(step.resources).items() if v is not None}
             steps.append({"op": step.op.name, "stage": number + 1, "engine": node.engine, **declared})
     busy = sum(s.seconds for s in report.steps)

@@ -98,16 +98,12 @@ def pipeline_html(data: dict[str, Any]) -> str:
 
 def _step_engines(data: dict[str, Any]) -> dict[int, str]:
     from dataflow.dsl.parse import parse_pipeline
-    from dataflow.plan.nodes import FusedMap, Step
-    from dataflow.runner import plan_pipeline
+    from dataflow.engines.registry import engine_caps
+    from dataflow.plan.planner import plan_pipeline
 
     spec = parse_pipeline(data if "sink" in data else {**data, "sink": {"uri": "unused"}})
-    _, optimized = plan_pipeline(spec)
-    out: dict[int, str] = {}
-    for node in optimized.nodes:
-        for step in node.steps if isinstance(node, FusedMap) else ((node,) if isinstance(node, Step) else ()):
-            out[step.index] = node.engine or ""
-    return out
+    _, optimized = plan_pipeline(spec, engine_caps())
+    return {step.index: step.engine or "" for step in optimized.steps()}
 
 
 def run_report_html(report) -> str:

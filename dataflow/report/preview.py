@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dataflow.columns import SOURCE
-from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_rows
+from dataflow.batch import Columns, from_arrow, from_rows, length, take, to_rows
 
 __all__ = ["Outcome", "PreviewRows", "preview_pipeline", "read_first"]
 
@@ -126,17 +126,14 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
 
 def _plan_steps(spec):
     from dataflow.errors import PlanError
-    from dataflow.plan.nodes import FusedMap, Step
-    from dataflow.runner import plan_pipeline
+    from dataflow.engines.registry import engine_caps
+    from dataflow.plan.planner import plan_pipeline
 
-    _, optimized = plan_pipeline(spec)
+    _, optimized = plan_pipeline(spec, engine_caps())
     if optimized.inputs:
         names = ", ".join(i.name for i in optimized.inputs)
         raise PlanError(f"preview: steps read the named source(s) {names}, which preview does not load (use Pipeline.take() instead)")
-    steps = []
-    for node in optimized.nodes:
-        steps += list(node.steps) if isinstance(node, FusedMap) else ([node] if isinstance(node, Step) else [])
-    return steps
+    return optimized.steps()
 
 
 def _drop_reason(executor, cols: Columns, i: int, drops, op: str) -> str | None:

@@ -127,7 +127,7 @@ class _Outputs:
         if self.format == "parquet":
             import pyarrow.parquet as pq
 
-            from dataflow.runtime.batch import from_arrow, to_rows
+            from dataflow.batch import from_arrow, to_rows
 
             with self.fs.open(self._path(rel), "rb") as f:
                 batch = next(pq.ParquetFile(f).iter_batches(batch_size=n), None)

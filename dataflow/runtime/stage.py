@@ -19,7 +19,7 @@ import pyarrow as pa
 from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import BatchFormat, OpKind, OpSpec, Params
-from dataflow.runtime.batch import Columns, from_arrow, from_rows, length, take, to_arrow, to_rows
+from dataflow.batch import Columns, from_arrow, from_rows, length, take, to_arrow, to_rows
 from dataflow.runtime.error_sink import ErrorRecord
 
 __all__ = ["StageExecutor", "StepCall", "StepStats"]

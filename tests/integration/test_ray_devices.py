@@ -24,7 +24,8 @@ from dataflow.engines.ray import devices
 from dataflow.engines.ray.compile import RayGlobal, RayStage
 from dataflow.engines.ray.global_ops import key_map_kwargs
 from dataflow.ops.text.dedup_minhash import dedup_text_minhash
-from dataflow.runner import compile_pipeline, run_pipeline
+from dataflow.runner import run_pipeline
+from dataflow.engines.registry import compile_pipeline
 from dataflow.runtime.stage import StepCall
 from examples.generate_text import ENGLISH, document
 from tests.datagen import write_images, write_jsonl

@@ -56,7 +56,7 @@ def test_the_public_names_import_lazily():
     from dataflow import Pipeline, Resources, op, read
 
     assert Pipeline.__module__ == "dataflow.pipeline" and read.__module__ == "dataflow.pipeline"
-    assert op.__module__ == Resources.__module__ == "dataflow.ops.declare"
+    assert (op.__module__, Resources.__module__) == ("dataflow.ops.declare", "dataflow.ops.resources")
     assert set(dataflow.__all__) <= set(dir(dataflow))
 
 

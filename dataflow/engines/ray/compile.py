@@ -78,6 +78,8 @@ class RayGlobal:
     num_gpus: float | None = None  # lowering runs (e.g. MinHash signatures)
     batch_size: int | None = None
     shuffle: str = ""  # what ``explain`` shows of the op's shuffles
+    bucketed: bool = False  # the op declares a bucketing: duplicates are found bucket by bucket
+    partition_by: str | None = None  # the op's parameter listing the columns its rows are hash-partitioned on
 
 
 @dataclass(frozen=True)
@@ -157,15 +159,17 @@ def _single(node, plan: LogicalPlan, number: int) -> RayStage:
 
 
 def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
-    from dataflow.engines.ray.global_ops import RAY_GLOBAL_OPS, describe_shuffle
+    from dataflow.engines.ray.global_ops import describe_shuffle
 
-    distributed = node.op.name in RAY_GLOBAL_OPS
+    distributed = node.op.bucketing is not None
     return RayGlobal(
         name=f"stage-{number}",
         label=node.op.name,
         call=StepCall(index=node.index, op=node.op, params=node.params),
         strategy="distributed Ray lowering" if distributed else "hash shuffle, then the op once per partition",
-        shuffle=describe_shuffle(node.op.name, node.params),
+        shuffle=describe_shuffle(node.op, node.params),
+        bucketed=distributed,
+        partition_by=node.op.partition_by,
         num_cpus=node.resources.num_cpus,
         num_gpus=node.resources.num_gpus or None,
         batch_size=node.resources.batch_size or (TABLE_BATCH_SIZE if node.resources.num_gpus else None),
@@ -188,7 +192,7 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
     """
     read = write = None
     stages = []
-    for node in plan.in_order():
+    for node in plan.nodes:
         if type(node) is Read:
             read = _lower_read(node, plan)
         elif type(node) is Write:

@@ -44,11 +44,9 @@ class BucketRows:
     def __call__(self, batch: dict) -> dict:
         if self._keys is None:
             from dataflow.engines.ray.devices import worker_calls
-            from dataflow.ops.dedup import BUCKETINGS
-
             # Here, in the worker: ``device: auto`` resolves against the GPUs Ray gave this task.
             (call,), _ = worker_calls([self.call], self.num_gpus)
-            self._keys = BUCKETINGS[call.op.name](call.params).keys
+            self._keys = call.op.bucketing(call.params).keys
         buckets = self._keys(batch)
         return {SOURCE: np.asarray(batch[SOURCE], dtype=object)[buckets.row].astype(str), "band": buckets.band, "key": buckets.key, "value": buckets.value}
 
@@ -72,11 +70,11 @@ class _BucketEdges:
         self.call = call
 
     def __call__(self, part: int, rows: pa.Table | None) -> pa.Table:
-        from dataflow.ops.dedup import BUCKETINGS, Buckets, bucket_edges
+        from dataflow.ops.dedup import Buckets, bucket_edges
 
         if rows is None or rows.num_rows == 0:
             return MEMBERS.empty_table()
-        match = BUCKETINGS[self.call.op.name](self.call.params).match
+        match = self.call.op.bucketing(self.call.params).match
         col = lambda c: rows.column(c).to_numpy().astype(np.int64)  # noqa: E731
         a, b = bucket_edges(Buckets(np.arange(rows.num_rows, dtype=np.int64), col("band"), col("key"), col("value")), match)
         src = rows.column(SOURCE).combine_chunks()

@@ -4,17 +4,17 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from dataflow.engines.base import RunContext, RunOptions
+from dataflow.engines.base import Engine, EngineCaps, RunContext, RunOptions
 from dataflow.engines.ray.compile import ARROW, RayJob, compile_plan
-from dataflow.runtime.batch import from_arrow, length, to_rows
+from dataflow.batch import from_arrow, length, to_rows
 
 __all__ = ["RayEngine"]
 
 
-class RayEngine:
-    """Ray Data: streaming execution, actor pools for stateful and GPU stages."""
+class RayEngine(Engine):
+    """Ray Data: streaming execution, actor pools for stateful and GPU stages; runs every op and reads every format."""
 
-    name = "ray"
+    caps = EngineCaps(name="ray", requires="ray")
 
     def compile(self, plan) -> RayJob:
         return compile_plan(plan)

@@ -1,19 +1,19 @@
 """Global ops on Ray: every one runs distributed through hash shuffles; no row reaches the driver.
 
-A table op that groups by keys (``table.aggregate``, ``table.window_aggregate``, ``table.dedup``,
-``table.join``) is hash-partitioned on its keys (``shuffle.hash_shuffle``: one Ray Data
+A table op declared with ``partition_by`` (``table.aggregate``, ``table.window_aggregate``,
+``table.dedup``, ``table.join``: ``@op(partition_by="keys")``) is hash-partitioned on its keys (``shuffle.hash_shuffle``: one Ray Data
 ``groupby(partition).map_groups``), and the op's own Arrow implementation runs once per partition:
 all rows of a key meet in one partition, so the result is the op's, exactly. A join shuffles both
 sides on the keys (one shuffle for both). An aggregation without keys, and any other global op
 (``text.dedup_semantic``, a user's global op), runs in one partition: one Ray task holds its
 rows, never the driver.
 
-The dedup ops declared with a ``Bucketing`` (``dataflow.ops.dedup.BUCKETINGS``) lower to
+The dedup ops declared with a ``bucketing`` (``@op(bucketing=...)``) lower to
 ``components.bucket_dedup``: duplicate edges and connected components stay distributed.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -21,27 +21,24 @@ from dataflow.columns import SOURCE
 from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F401  (tests/gpu)
 from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
 from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
-from dataflow.runtime.batch import from_arrow, to_arrow
+from dataflow.batch import from_arrow, to_arrow
 from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["PARTITIONED_OPS", "RAY_GLOBAL_OPS", "apply_global", "describe_shuffle", "key_map_kwargs"]
+__all__ = ["apply_global", "describe_shuffle", "key_map_kwargs"]
 
 
-#: Table ops run per hash partition of their ``keys`` param.
-PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.dedup", "table.join")
-
-
-def describe_shuffle(op: str, params) -> str:
-    """The ``shuffle:`` line of ``dataflow explain`` for a global op: each shuffle it runs, in order."""
+def describe_shuffle(spec, params) -> str:
+    """The ``shuffle:`` line of ``dataflow explain`` for the global op ``spec``: each shuffle it runs, in order."""
     parts = "P partitions (--shuffle-partitions; default 2 per CPU)"
-    if op in RAY_GLOBAL_OPS:
+    op = spec.name
+    if spec.bucketing is not None:
         return (f"key map -> groupby(partition).map_groups on bucket (band, key), {parts} -> per component round (until no label changes; "
                 "rounds = longest duplicate chain + 1): on edge, then on node -> on __source__ with the rows, dropping all but each group's smallest")
-    keys = list(getattr(params, "keys", None) or [])
+    keys = list(getattr(params, spec.partition_by, None) or []) if spec.partition_by else []
     if op == "table.dedup" and not keys:
         return f"groupby(partition).map_groups on every user column, {parts}"
-    if op in PARTITIONED_OPS and keys:
+    if keys:
         both = " of both sides (the named source too)" if op == "table.join" else ""
         return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
     return "groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)"
@@ -105,16 +102,15 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     ``named``: the materialized datasets of the pipeline's named sources (a join's right side).
     ``partitions``: the shuffle partition count (default: 2 per cluster CPU).
     """
-    lowering = RAY_GLOBAL_OPS.get(stage.label)
-    if lowering is not None:
-        return lowering(ds, stage, side, partitions)
+    if stage.bucketed:
+        return bucket_dedup(ds, stage, side, partitions)
     call = stage.call
-    if stage.label not in PARTITIONED_OPS:
+    if stage.partition_by is None:
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
     if stage.label == "table.aggregate" and not getattr(call.params, "keys", None):
         # Seeded: the one partition runs even over an input without blocks (one row, count 0).
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
-    keys: Any = list(getattr(call.params, "keys", None) or [])
+    keys: Any = list(getattr(call.params, stage.partition_by, None) or [])
     if stage.label == "table.dedup" and not keys:
         from dataflow.ops.table.dedup import dedup_keys
 
@@ -128,10 +124,3 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     ds = ds.materialize()  # in the object store: its schema (plan-sized) stands for partitions without left rows
     schemas = tuple(getattr(d.schema(), "base_schema", None) for d in (ds, named[name]))
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
-
-
-RAY_GLOBAL_OPS: dict[str, Callable[..., Any]] = {
-    "image.dedup_phash": bucket_dedup,
-    "text.dedup_exact": bucket_dedup,
-    "text.dedup_minhash": bucket_dedup,
-}

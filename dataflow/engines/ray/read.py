@@ -15,8 +15,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from dataflow.columns import SOURCE
-from dataflow.engines.base import CACHE_COUNTERS_DIR
-from dataflow.runtime.batch import Columns, from_rows
+from dataflow.runtime.report import CACHE_COUNTERS_DIR
+from dataflow.batch import Columns, from_rows
 from dataflow.runtime.error_sink import ErrorRecord
 from dataflow.runtime.io_stats import IoSpan, record_io, shard_tmp_of
 from dataflow.runtime.stage import StepStats

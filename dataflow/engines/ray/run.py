@@ -15,7 +15,7 @@ from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
-from dataflow.runtime.batch import Columns, concat, from_arrow, length, take
+from dataflow.batch import Columns, concat, from_arrow, length, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key

@@ -99,7 +99,7 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
 
 def _tensor_structs(table: pa.Table) -> pa.Table:
     """``table`` with each extension (tensor) column as dataflow's ``{shape, dtype, data}`` struct column."""
-    from dataflow.runtime.batch import from_arrow, to_arrow
+    from dataflow.batch import from_arrow, to_arrow
 
     names = [f.name for f in table.schema if isinstance(f.type, pa.ExtensionType)]
     if not names:

@@ -1,7 +1,7 @@
 """Lower a logical plan to a Spark job description (pure: no pyspark import, no session).
 
-Each table op is lowered to native DataFrame operations by name (``LOWERED`` here, the functions
-in ``table_ops.LOWERINGS``); plan nodes are lowered through an exact-type table.
+Each table op is lowered to native DataFrame operations by its entry in ``lowerings.LOWERINGS``
+(the engine's one op table); plan nodes are lowered through an exact-type table.
 """
 from __future__ import annotations
 
@@ -11,35 +11,17 @@ from typing import Any
 from connectors.registry import scheme_of
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
+from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.python_steps import PYTHON_LOWERING, python_allowed
-from dataflow.ops.declare import OpSpec
 from dataflow.plan.columns import named_by, needed_after
-from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write
+from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write, steps_of
 from dataflow.runtime.stage import StepCall
 
-__all__ = ["LOWERED", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan", "supports"]
+__all__ = ["READ_METHODS", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan"]
 
 DEFAULT_ROWS_PER_FILE = 10_000
 
-#: Op name -> the native DataFrame operations it becomes (shown by ``dataflow explain``).
-LOWERED: dict[str, str] = {
-    "table.aggregate": "groupBy(keys).agg(...)",
-    "table.cast": "try_cast per column; rows with a failed cast -> _errors/",
-    "table.dedup": "row_number() over (partition by keys order by order_by, __source__) = 1",
-    "table.filter_rows": "where(<SQL expression as a Column>)",
-    "table.join": "join(<named source>, keys, how)",
-    "table.parse_json": "from_json(<declared schema>) with a corrupt-record column; bad rows -> _errors/",
-    "table.parse_regex": "rlike + regexp_extract per named group",
-    "table.select": "select(columns, __source__)",
-    "table.window_aggregate": "window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)",
-    "table.with_columns": "withColumn per name (SQL expressions as Columns)",
-}
-_READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parquet", "text": "text"}
-
-
-def supports(op: OpSpec) -> bool:
-    """Whether Spark runs ``op``: natively, or in its Python workers (row-wise table ops, ``map_batches`` functions)."""
-    return op.name in LOWERED or python_allowed(op)
+READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parquet", "text": "text"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +54,7 @@ class SparkStep:
 
     @property
     def lowering(self) -> str:
-        return PYTHON_LOWERING if self.call is not None else LOWERED[self.name]
+        return PYTHON_LOWERING if self.call is not None else LOWERINGS[self.name].native
 
 
 @dataclass(frozen=True)
@@ -123,26 +105,22 @@ class SparkJob:
 
 def _lower_read(node: Read, counted: bool = True) -> SparkRead:
     fmt = node.source.format
-    if fmt not in _READ_METHODS:
+    if fmt not in READ_METHODS:
         raise EngineCapabilityError("spark", f"a '{fmt}' source", "Spark reads csv, jsonl, parquet and text sources; set engine: ray for media")
-    method = _READ_METHODS[fmt]
+    method = READ_METHODS[fmt]
     if fmt == "text":
         method = "text lines" if node.source.options.get("split", "file") == "line" else "whole text files"
     return SparkRead(source=node.source, method=method, remote=scheme_of(node.source.uri) != "file", counted=counted)
 
 
 def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
-    if node.op.name not in LOWERED and python_allowed(node.op):
+    if node.op.name not in LOWERINGS and python_allowed(node.op):
         call = StepCall(index=node.index, op=node.op, params=node.params)
         return SparkStep(index=node.index, name=node.op.name, params={}, path=node.path, kind="python", needed_after=needed, drops_rows=node.op.drops_rows, call=call)
-    if node.op.name not in LOWERED:
-        have = ", ".join(sorted(LOWERED))
+    if node.op.name not in LOWERINGS:
+        have = ", ".join(sorted(LOWERINGS))
         raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")
     return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=node.op.drops_rows)
-
-
-def _steps_of(node) -> list[Step]:
-    return list(node.steps) if isinstance(node, FusedMap) else [node]
 
 
 _STEP_NODES = (FusedMap, Map, Filter, FlatMap, Shuffle)
@@ -162,7 +140,7 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
         else:
             if type(node) not in _STEP_NODES:
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
-            steps += _steps_of(node)
+            steps += steps_of([node])
     if read is not None:
         read = replace(read, named=named_by(steps))
     return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write

@@ -74,7 +74,7 @@ class _Reader(DataSourceReader):
     def _counters(self, uri: str, fs, before: dict | None, io_before: dict) -> None:
         """Leave what this file's read added to the cache and I/O counters (see ``dataflow.runtime.io_stats``)."""
         from connectors.registry import cache_counters, io_counters
-        from dataflow.engines.base import CACHE_COUNTERS_DIR
+        from dataflow.runtime.report import CACHE_COUNTERS_DIR
         from dataflow.runtime.io_stats import record_io
         from dataflow.runtime.stats import batch_key
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from dataflow.engines.base import RunContext, RunOptions
-from dataflow.engines.spark.compile import SparkJob, compile_plan, supports
+from dataflow.engines.base import Engine, EngineCaps, RunContext, RunOptions
+from dataflow.engines.spark.compile import READ_METHODS, SparkJob, compile_plan
+from dataflow.engines.spark.lowerings import LOWERINGS
 
 __all__ = ["SparkEngine"]
 
 
-class SparkEngine:
+class SparkEngine(Engine):
     """Spark: native DataFrame lowerings of table ops for semi-structured data (logs, JSON, tables).
 
     The runner hands it one shard of the input files per job, one job at a time on the one
@@ -19,10 +20,10 @@ class SparkEngine:
     to at least 64 files (``source.options.files_per_shard`` sets the size).
     """
 
-    name = "spark"
-    shard_workers = 1
-    min_files_per_shard = 64
-    supports = staticmethod(supports)
+    caps = EngineCaps(
+        name="spark", requires="pyspark", ops=LOWERINGS.keys(), source_formats=frozenset(READ_METHODS), shard_workers=1, min_files_per_shard=64,
+        python_table_ops=True,
+    )
 
     def compile(self, plan) -> SparkJob:
         return compile_plan(plan)

@@ -14,7 +14,7 @@ from typing import Iterator, TextIO
 
 from py4j.protocol import Py4JError
 
-from dataflow.report.status import StatusLine
+from dataflow.runtime.status import StatusLine
 
 __all__ = ["group_tasks", "spark_progress"]
 

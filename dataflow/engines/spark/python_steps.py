@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import Modality, OpKind
-from dataflow.runtime.batch import from_arrow, length, to_arrow
+from dataflow.batch import from_arrow, length, to_arrow
 
 __all__ = ["PYTHON_LOWERING", "PythonStage", "python_allowed", "python_step"]
 

@@ -26,7 +26,8 @@ from dataflow.ops.table.types import SPARK_TYPES
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
-from dataflow.engines.spark.table_ops import BAD, LOWERINGS, Checked
+from dataflow.engines.spark.lowerings import LOWERINGS
+from dataflow.engines.spark.table_ops import BAD, Checked
 
 __all__ = ["infer_json_fields", "read_source", "sample_lines"]
 
@@ -270,7 +271,7 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     lines = lines.withColumnRenamed("text", JSON_LINE)
     step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": JSON_LINE}, path="read", kind="map")
     undecodable = _undecodable(lines)
-    fused = undecodable.then(LOWERINGS["table.parse_json"](undecodable.rows(), step, {}))
+    fused = undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
     return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))
 
 

@@ -26,7 +26,8 @@ from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.python_steps import SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
-from dataflow.engines.spark.table_ops import BAD, LOWERINGS, Checked
+from dataflow.engines.spark.lowerings import LOWERINGS
+from dataflow.engines.spark.table_ops import BAD, Checked
 from dataflow.engines.spark.write import WRITTEN_SCHEMA, error_writer, part_writer
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
@@ -141,7 +142,7 @@ class _Builder:
         first = 0
         if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
             # Lazy frames: lowering the first step over the unsplit rows costs nothing if it is dropped.
-            nxt = LOWERINGS[steps[0].name](df.rows(), steps[0], named)
+            nxt = LOWERINGS[steps[0].name].load()(df.rows(), steps[0], named)
             if isinstance(nxt, Checked):
                 # The read's check and the first step's as one: one split, one pass over the lines.
                 s = steps[0]
@@ -154,7 +155,7 @@ class _Builder:
                 sample = _sample(spark, read, steps[:i], files, storage, named, cache)
                 df = python_step(df, step, sample)
             else:
-                df = LOWERINGS[step.name](df, step, named)
+                df = LOWERINGS[step.name].load()(df, step, named)
             df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after)
         return df
 

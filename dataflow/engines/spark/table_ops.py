@@ -1,4 +1,4 @@
-"""Native Spark lowerings of the table ops, by op name.
+"""Native Spark lowerings of the table ops, each named by its entry in ``lowerings.LOWERINGS``.
 
 A lowering is ``fn(df, step, named) -> DataFrame``. An op that meets bad data returns
 ``Checked``: its rows with a ``BAD`` flag column, and the cases that say why a row is bad, which
@@ -25,7 +25,7 @@ from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
 from dataflow.ops.table.parse_regex import java_pattern
 from dataflow.ops.table.types import SPARK_TYPES
 
-__all__ = ["BAD", "LOWERINGS", "Checked"]
+__all__ = ["BAD", "Checked"]
 
 BAD = "__df_bad"
 _CORRUPT = "__df_corrupt"
@@ -64,9 +64,6 @@ class Checked:
         etype = " ".join(f"WHEN {cond} THEN {sql_literal(t)}" for cond, t, _ in self.cases)
         reason = " ".join(f"WHEN {cond} THEN {r}" for cond, _, r in self.cases)
         return (F.col(self.typed_by) if self.typed_by else F.expr(f"CASE {etype} END")), F.expr(f"CASE {reason} END")
-
-
-Lowering = Callable[[DataFrame, SparkStep, dict[str, DataFrame]], "DataFrame | Checked"]
 
 
 def _vars(step: SparkStep) -> dict[str, Any]:
@@ -215,17 +212,3 @@ def _unique_identities(out: DataFrame) -> DataFrame:
     rank = F.row_number().over(Window.partitionBy(left).orderBy(right.asc_nulls_first()))
     ident = F.when(left.isNull(), right).when(matches > 1, F.concat(left, F.lit("#match="), rank.cast("string"))).otherwise(left)
     return out.withColumn(SOURCE, ident).drop(RIGHT_SOURCE)
-
-
-LOWERINGS: dict[str, Lowering] = {
-    "table.aggregate": _aggregate,
-    "table.cast": _cast,
-    "table.dedup": _dedup,
-    "table.filter_rows": _filter_rows,
-    "table.join": _join,
-    "table.parse_json": _parse_json,
-    "table.parse_regex": _parse_regex,
-    "table.select": _select,
-    "table.window_aggregate": _window_aggregate,
-    "table.with_columns": _with_columns,
-}

@@ -23,7 +23,7 @@ def _write_part(fs, fmt: str, path: str, table: pa.Table, options: dict[str, Any
 
     from connectors.formats import WrittenFile
     from connectors.registry import format_connector
-    from dataflow.runtime.batch import from_rows
+    from dataflow.batch import from_rows
 
     if fmt == "parquet":
         # Arrow straight from Spark keeps nullable integers and exact types.

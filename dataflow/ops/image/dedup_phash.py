@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from dataflow.ops.declare import op
-from dataflow.ops.dedup import Bucketing, Buckets, dedup_rows, register_bucketing
+from dataflow.ops.dedup import Bucketing, Buckets, dedup_rows
 from dataflow.ops.image.phash import hamming
 
 __all__ = ["dedup_image_phash"]
@@ -40,7 +40,6 @@ def _within(max_distance: int):
     return match
 
 
-@register_bucketing("image.dedup_phash")
 def _bucketing(params) -> Bucketing:
     chunks = _chunks(params.max_distance)
 
@@ -57,6 +56,7 @@ def _bucketing(params) -> Bucketing:
 
 @op(
     name="image.dedup_phash",
+    bucketing=_bucketing,
     modality="image",
     inputs=("{column}",),
     outputs=(),

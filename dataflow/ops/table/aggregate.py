@@ -16,7 +16,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str]:
     return frozenset([*(params.keys or []), *params.aggregations, SOURCE])
 
 
-@op(name="table.aggregate", modality="table", inputs=(), outputs=(SOURCE,), kind="global", batch_format="pyarrow", output_columns=_columns_after, reshapes=True)
+@op(name="table.aggregate", modality="table", inputs=(), outputs=(SOURCE,), kind="global", partition_by="keys", batch_format="pyarrow", output_columns=_columns_after, reshapes=True)
 def aggregate_rows(
     batch: pa.Table, *, aggregations: dict[str, AggExpr], keys: list[ColumnName] | None = None, vars: dict[str, Any] | None = None
 ) -> pa.Table:

@@ -23,7 +23,7 @@ def dedup_keys(names: list[str], keys: list[str] | None) -> list[str]:
     return list(keys) if keys else [c for c in names if not c.startswith("__")]  # dataflow's own and helper columns
 
 
-@op(name="table.dedup", modality="table", inputs=(), outputs=(SOURCE,), kind="global", batch_format="pyarrow", output_columns=_same_columns)
+@op(name="table.dedup", modality="table", inputs=(), outputs=(SOURCE,), kind="global", partition_by="keys", batch_format="pyarrow", output_columns=_same_columns)
 def dedup_rows(
     batch: pa.Table, *, keys: list[ColumnName] | None = None, order_by: ColumnName | None = None, keep: Literal["first", "last"] = "first"
 ) -> pa.Table:

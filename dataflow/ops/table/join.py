@@ -72,7 +72,7 @@ def _unknown_columns(columns_in: frozenset[str] | None, params) -> None:
     return None  # the right side's columns are known only when it is read
 
 
-@op(name="table.join", modality="table", inputs=(), outputs=(SOURCE,), kind="global", batch_format="pyarrow", output_columns=_unknown_columns, reshapes=True)
+@op(name="table.join", modality="table", inputs=(), outputs=(SOURCE,), kind="global", partition_by="keys", batch_format="pyarrow", output_columns=_unknown_columns, reshapes=True)
 def join_tables(
     batch: pa.Table,
     *,

@@ -40,7 +40,7 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str]:
     modality="table",
     inputs=("{time_column}",),
     outputs=("window_start", "window_end"),
-    kind="global",
+    kind="global", partition_by="keys",
     batch_format="pyarrow",
     output_columns=_columns_after,
     reshapes=True,

@@ -8,7 +8,7 @@ import unicodedata
 import numpy as np
 
 from dataflow.ops.declare import op
-from dataflow.ops.dedup import Bucketing, Buckets, dedup_rows, register_bucketing
+from dataflow.ops.dedup import Bucketing, Buckets, dedup_rows
 
 __all__ = ["dedup_text_exact", "text_digest"]
 
@@ -25,7 +25,6 @@ def text_digest(text: str, lowercase: bool, ignore_punctuation: bool) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@register_bucketing("text.dedup_exact")
 def _bucketing(params) -> Bucketing:
     def keys(cols: dict) -> Buckets:
         digests = b"".join(text_digest(t, params.lowercase, params.ignore_punctuation) for t in cols[params.column])
@@ -38,6 +37,7 @@ def _bucketing(params) -> Bucketing:
 
 @op(
     name="text.dedup_exact",
+    bucketing=_bucketing,
     modality="text",
     inputs=("{column}",),
     input_types={"{column}": "string"},

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from dataflow.ops.declare import op
-from dataflow.ops.dedup import Bucketing, Buckets, dedup_rows, register_bucketing
+from dataflow.ops.dedup import Bucketing, Buckets, dedup_rows
 from dataflow.ops.device import Device, resolve_device
 from dataflow.ops.text.minhash import EMPTY, band_keys, minhash_signatures, optimal_bands
 
@@ -22,7 +22,6 @@ def bands_rows(params) -> tuple[int, int]:
     return optimal_bands(params.threshold, params.num_perm)
 
 
-@register_bucketing("text.dedup_minhash")
 def _bucketing(params) -> Bucketing:
     bands, rows = bands_rows(params)
 
@@ -44,6 +43,7 @@ def _bucketing(params) -> Bucketing:
 
 @op(
     name="text.dedup_minhash",
+    bucketing=_bucketing,
     modality="text",
     inputs=("{column}",),
     input_types={"{column}": "string"},

@@ -11,7 +11,9 @@ from dataflow.dsl.parse import parse_pipeline
 from dataflow.engines.base import RunOptions
 from dataflow.engines.ray.compile import ACTOR_NUM_CPUS, compile_plan
 from dataflow.engines.ray.run import _stage_kwargs
-from dataflow.runner import plan_pipeline, run_pipeline
+from dataflow.runner import run_pipeline
+from dataflow.engines.registry import engine_caps
+from dataflow.plan.planner import plan_pipeline
 from tests.datagen import write_images
 
 
@@ -22,7 +24,7 @@ def _doc(source: str, sink: str) -> dict:
 
 
 def _stage(**resources):
-    _, optimized = plan_pipeline(parse_pipeline(_doc("/d", "/o")))
+    _, optimized = plan_pipeline(parse_pipeline(_doc("/d", "/o")), engine_caps())
     (stage,) = compile_plan(optimized).stages
     return replace(stage, **resources)
 

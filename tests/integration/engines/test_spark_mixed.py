@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 
 from dataflow.dsl.parse import parse_pipeline
 from dataflow.engines.base import RunOptions
-from dataflow.runner import explain_pipeline, run_pipeline
+from dataflow.runner import run_pipeline
+from dataflow.engines.registry import explain_pipeline
 from tests.datagen import write_images
 
 KEEP = {"img_0001", "img_0002", "img_0004", "img_0006", "bad_0000"}

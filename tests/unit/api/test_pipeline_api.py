@@ -68,12 +68,12 @@ def test_to_yaml_refuses_an_op_declared_in_main(tmp_path, monkeypatch):
 
 
 def test_kubernetes_render_refuses_an_in_memory_source(tmp_path):
+    from dataflow.engines.registry import engine_caps
     from dataflow.k8s.config import load_cluster_config
     from dataflow.k8s.render import render_plan
-    from dataflow.plan import build_plan, optimize
-    from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
+    from dataflow.plan.planner import plan_pipeline
 
     spec = _frame().filter("n > 1").write(str(tmp_path / "o")).spec
-    plan = optimize(build_plan(spec), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
+    _, plan = plan_pipeline(spec, engine_caps())
     with pytest.raises(PlanError, match="'frame' is an in-memory source .* a cluster cannot read it"):
         render_plan(plan, "", load_cluster_config(None))

@@ -106,7 +106,7 @@ def test_volcano_queue_limits_and_closes():
 
 def test_demand_of_a_compiled_pipeline(tmp_path):
     from dataflow.dsl.parse import parse_pipeline
-    from dataflow.runner import compile_pipeline
+    from dataflow.engines.registry import compile_pipeline
 
     spec = parse_pipeline({
         "name": "p", "source": {"uri": str(tmp_path), "format": "image"},

@@ -93,9 +93,10 @@ def test_plan_errors_of_several_steps_come_together_with_their_lines(tmp_path):
     result = CliRunner().invoke(cli, ["validate", path])
     assert result.exit_code == 2
     lines = result.output.splitlines()
-    assert [line.split(": ")[0:2] for line in lines] == [[f"{path}:6:5", "steps[0]"]] * 2 + [[f"{path}:8:5", "steps[1]"]] * 2
-    assert "image.resize needs column 'image'" in lines[0] and "engine 'spark' cannot run image.resize" in lines[1]
-    assert "text.filter_length needs column 'text'" in lines[2] and "engines that can: ray" in lines[3]
+    assert [line.split(": ")[0:2] for line in lines[1:]] == [[f"{path}:6:5", "steps[0]"]] * 2 + [[f"{path}:8:5", "steps[1]"]] * 2
+    assert lines[0].startswith(f"{path}:4:25: source.format: engine 'spark' cannot read a 'image' source") and "engines that can: ray" in lines[0]
+    assert "image.resize needs column 'image'" in lines[1] and "engine 'spark' cannot run image.resize" in lines[2]
+    assert "text.filter_length needs column 'text'" in lines[3] and "engines that can: ray" in lines[4]
 
 
 def test_explain_shows_three_sections_and_the_fused_stage():

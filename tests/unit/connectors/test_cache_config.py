@@ -1,4 +1,4 @@
-"""How a run finds its cache tier: --cache-dir, then storage.cache, then DATAFLOW_CACHE_DIR."""
+"""How a run finds its cache tier: --cache-dir, then DATAFLOW_CACHE_DIR, then storage.cache (flag > env > YAML)."""
 from __future__ import annotations
 
 import logging
@@ -17,11 +17,15 @@ def _spec(**storage):
     return parse_pipeline({**BASE, "storage": storage} if storage else BASE)
 
 
-def test_cli_beats_yaml_beats_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("DATAFLOW_CACHE_DIR", str(tmp_path / "env"))
+def test_flag_beats_environment_beats_yaml(tmp_path, monkeypatch):
     yaml_spec = _spec(cache={"dir": str(tmp_path / "yaml"), "max_bytes": "2GB"})
-    assert cache_config(_spec(), RunOptions()) == {"dir": str(tmp_path / "env"), "max_bytes": None}
+    monkeypatch.delenv("DATAFLOW_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATAFLOW_CACHE_MAX_BYTES", raising=False)
+    assert cache_config(_spec(), RunOptions()) is None
     assert cache_config(yaml_spec, RunOptions()) == {"dir": str(tmp_path / "yaml"), "max_bytes": 2 * 10**9}
+    monkeypatch.setenv("DATAFLOW_CACHE_DIR", str(tmp_path / "env"))
+    assert cache_config(_spec(), RunOptions()) == {"dir": str(tmp_path / "env"), "max_bytes": None}
+    assert cache_config(yaml_spec, RunOptions()) == {"dir": str(tmp_path / "env"), "max_bytes": 2 * 10**9}
     assert cache_config(yaml_spec, RunOptions(cache_dir=str(tmp_path / "cli")))["dir"] == str(tmp_path / "cli")
     assert cache_config(yaml_spec, RunOptions(cache_dir="")) is None
     monkeypatch.setenv("DATAFLOW_CACHE_MAX_BYTES", "512MiB")

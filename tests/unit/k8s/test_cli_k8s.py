@@ -54,3 +54,47 @@ def test_render_errors_exit_2_with_the_message(tmp_path):
     result = _render(THUMBNAILS, "--cluster-config", str(bad_config))
     assert result.exit_code == 2
     assert "k8s.yaml:1:21: volcano.profle: unknown key of volcano" in result.output and "did you mean 'profile'?" in result.output
+
+
+IMAGE_ON_SPARK = """\
+name: decode_on_spark
+engine: spark
+source: {uri: "s3://raw/images/", format: image}
+steps:
+  - op: image.decode
+sink: {uri: "s3://out/images/", format: parquet}
+"""
+
+
+def test_render_refuses_exactly_what_validate_refuses(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text(IMAGE_ON_SPARK)
+    validated = CliRunner().invoke(cli, ["validate", str(path)])
+    rendered = _render(str(path))
+    assert (validated.exit_code, rendered.exit_code) == (2, 2)
+    assert rendered.output == validated.output
+    assert f"{path}:5:5: steps[0]: engine 'spark' cannot run image.decode" in rendered.output
+
+
+EMBED = """\
+name: embed_captions
+source: {uri: "s3://raw/captions/", format: jsonl}
+steps:
+  - op: text.embed
+sink: {uri: "s3://out/embeddings/", format: parquet}
+"""
+
+
+def test_render_needs_no_op_extra_here_and_names_the_extras_the_image_needs(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
+    path = tmp_path / "p.yaml"
+    path.write_text(EMBED)
+    validated = CliRunner().invoke(cli, ["validate", str(path)])
+    assert validated.exit_code == 2 and "op 'text.embed' needs sentence_transformers, which is not installed" in validated.output
+    rendered = _render(str(path))
+    assert rendered.exit_code == 0, rendered.output
+    assert rendered.stderr == "dataflow: the image needs dataflow[embed] for this pipeline's ops\n"
+    assert "RayJob" in rendered.stdout

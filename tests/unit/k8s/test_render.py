@@ -12,6 +12,7 @@ from dataflow.errors import PipelineSpecError
 from dataflow.k8s.config import load_cluster_config
 from dataflow.k8s.render import ManifestError, render_plan
 from dataflow.k8s.schema import schema_errors
+from dataflow.engines.registry import engine_caps
 from dataflow.plan import build_plan, optimize
 from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
 from tests.unit.k8s.rendering import GPU_RESIZE, MIXED, ROOT, TABLE_ONLY, THUMBNAILS, job, render
@@ -295,7 +296,7 @@ def test_mixed_pipeline_renders_one_job_per_stage_with_the_handoff_described():
 
 def test_plan_without_stage_names_names_stages_by_position():
     spec = load_pipeline(TABLE_ONLY)
-    plan = optimize(build_plan(spec), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
+    plan = optimize(build_plan(spec), (AssignEngines(engine_caps(installed_only=False)), FuseAdjacentMaps()))
     plan = replace(plan, nodes=(*plan.nodes[:-1], replace(plan.nodes[-1], engine="ray")))
     first, second = render_plan(plan, "name: events_table\n", load_cluster_config(None)).jobs
     assert (first["metadata"]["name"], second["metadata"]["name"]) == ("events-table-s0-spark", "events-table-s1-ray")

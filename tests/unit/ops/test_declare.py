@@ -41,8 +41,10 @@ def test_declared_op_is_callable_on_a_plain_batch_and_registered():
         ({"inputs": ("BadCol",)}, "snake_case"),
         ({"inputs": ("{nope}",)}, "names no parameter"),
         ({"reshapes": True}, "only a global op may reshape"),
+        ({"partition_by": "column"}, "only a global op declares how it shuffles"),
+        ({"kind": "global", "partition_by": "keys"}, "partition_by names no parameter 'keys'"),
     ],
-    ids=["bad-name", "modality-mismatch", "no-outputs", "column-case", "template", "reshaping-map"],
+    ids=["bad-name", "modality-mismatch", "no-outputs", "column-case", "template", "reshaping-map", "partitioned-map", "partition-param"],
 )
 def test_definition_errors_name_the_rule(kw, match):
     kw.setdefault("name", "text.rule_check")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dataflow.dsl.parse import parse_pipeline
+from dataflow.engines.base import EngineCaps
 from dataflow.errors import EngineCapabilityError, PlanError
 from dataflow.plan import build_plan, optimize, render_optimized, validate_plan
 from dataflow.plan.handoff import MixedJob, split_at_handoffs
@@ -11,12 +12,12 @@ from dataflow.plan.nodes import Handoff, Read, Write
 from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps, InsertHandoffs
 
 SPARK_LOWERS = {"table.select", "table.filter_rows", "table.join", "table.with_columns"}
-SUPPORTS = {"ray": lambda op: True, "spark": lambda op: op.name in SPARK_LOWERS}
+CAPS = {"ray": EngineCaps("ray"), "spark": EngineCaps("spark", ops=frozenset(SPARK_LOWERS), source_formats=frozenset({"csv", "jsonl", "parquet", "text"}))}
 
 
 def _plan(doc: dict, spark: bool = True):
     doc = {"name": "t", "sink": {"uri": "/o"}, **doc}
-    rules = (AssignEngines(spark_available=spark, supports=SUPPORTS), FuseAdjacentMaps(), InsertHandoffs())
+    rules = (AssignEngines(CAPS if spark else {"ray": CAPS["ray"]}), FuseAdjacentMaps(), InsertHandoffs())
     return optimize(validate_plan(build_plan(parse_pipeline(doc))), rules)
 
 
@@ -47,7 +48,9 @@ def test_auto_picks_ray_otherwise(doc, spark, reason):
 def test_a_forced_engine_that_lacks_a_step_names_the_step_and_who_has_it():
     with pytest.raises(EngineCapabilityError) as info:
         _plan({"engine": "spark", "source": {"uri": "/d", "format": "image"}, "steps": [{"op": "image.decode"}]})
-    (issue,) = info.value.issues
+    source, issue = info.value.issues
+    assert source.key == "source.format"
+    assert source.message == "engine 'spark' cannot read a 'image' source (engine: spark set in the pipeline); engines that can: ray"
     assert issue.key == "steps[0]"
     assert issue.message == "engine 'spark' cannot run image.decode (engine: spark set in the pipeline); engines that can: ray"
     assert isinstance(info.value, PlanError)
@@ -57,9 +60,10 @@ def test_column_flow_and_engine_problems_come_in_one_error():
     doc = {"engine": "spark", "source": {"uri": "/d", "format": "image"},
            "steps": [{"op": "image.resize"}, {"op": "table.select", "params": {"columns": ["__source__"]}}]}
     with pytest.raises(PlanError) as info:
-        validate_plan(build_plan(parse_pipeline({"name": "t", "sink": {"uri": "/o"}, **doc})), AssignEngines(True, SUPPORTS))
+        validate_plan(build_plan(parse_pipeline({"name": "t", "sink": {"uri": "/o"}, **doc})), AssignEngines(CAPS))
     assert [(i.key, i.message.split(" (")[0]) for i in info.value.issues] == [
         ("steps[0]", "image.resize needs column 'image', which no earlier step or the 'image' source provides"),
+        ("source.format", "engine 'spark' cannot read a 'image' source"),
         ("steps[0]", "engine 'spark' cannot run image.resize"),
     ]
 

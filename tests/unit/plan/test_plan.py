@@ -6,9 +6,13 @@ import pytest
 import dataflow
 from dataflow.errors import PlanError
 from dataflow.ops import Resources, get_op
+from dataflow.engines.base import EngineCaps
+from dataflow.engines.registry import engine_caps
 from dataflow.plan import build_plan, optimize, render_logical, render_optimized, validate_plan
 from dataflow.plan.nodes import FusedMap, LogicalPlan, Map, Read, Write
 from dataflow.plan.rules import AssignEngines, FuseAdjacentMaps
+
+RAY = EngineCaps("ray")
 
 
 def _spec(*steps, fmt="image", engine="auto"):
@@ -103,20 +107,20 @@ def test_fused_stage_takes_the_largest_cpu_request():
     ids=["media-auto", "text-op-on-jsonl", "explicit"],
 )
 def test_assign_engines(fmt, steps, engine, expected):
-    plan = AssignEngines().apply(build_plan(_spec(*steps, fmt=fmt, engine=engine)))
+    plan = AssignEngines({"ray": RAY}).apply(build_plan(_spec(*steps, fmt=fmt, engine=engine)))
     assert {n.engine for n in plan.nodes} == {expected}
     assert plan.engine_reason
 
 
 def test_table_only_pipeline_goes_to_spark_when_available():
     spec = _spec(("table.select", {"columns": ["a"]}), fmt="parquet")
-    assert AssignEngines(spark_available=True).apply(build_plan(spec)).engine == "spark"
-    assert "Spark engine is not installed" in AssignEngines(spark_available=False).apply(build_plan(spec)).engine_reason
+    assert AssignEngines(engine_caps(installed_only=False)).apply(build_plan(spec)).engine == "spark"
+    assert "Spark engine is not installed" in AssignEngines({"ray": RAY}).apply(build_plan(spec)).engine_reason
 
 
 def test_explain_sections_show_the_fused_stage():
     plan = build_plan(_spec(("image.decode", {}), ("image.resize", {"max_side": 16})))
-    optimized = optimize(plan, (AssignEngines(), FuseAdjacentMaps()))
+    optimized = optimize(plan, (AssignEngines({"ray": RAY}), FuseAdjacentMaps()))
     logical, opt = render_logical(plan), render_optimized(optimized)
     assert logical.startswith("== Logical plan ==")
     assert "Map[image.resize](max_side=16" in logical
@@ -128,7 +132,7 @@ def test_explain_sections_show_the_fused_stage():
 def test_image_and_text_steps_on_the_same_rows_plan_as_one_ray_stage():
     spec = _spec(("image.decode", {}), ("image.resize", {"max_side": 64}), ("text.filter_length", {"column": "caption", "min_chars": 3}), fmt="parquet")
     validate_plan(build_plan(spec))  # a table's columns come from the data: caption may be there
-    plan = optimize(build_plan(spec), (AssignEngines(spark_available=True), FuseAdjacentMaps()))
+    plan = optimize(build_plan(spec), (AssignEngines(engine_caps(installed_only=False)), FuseAdjacentMaps()))
     (stage,) = [n for n in plan.nodes if isinstance(n, FusedMap)]
     assert [s.op.name for s in stage.steps] == ["image.decode", "image.resize", "text.filter_length"]
     assert plan.engine == "ray" and plan.engine_reason == "auto: image, text steps run on Ray Data"

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from dataflow.cli.main import cli
 from dataflow.cli.summary import render_summary
-from dataflow.engines.base import RunReport
+from dataflow.runtime.report import RunReport
 
 
 def test_report_renders_a_missing_page_and_prints_its_path(committed_sink):

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 import dataflow
-from dataflow.engines.base import RunReport, StepReport
+from dataflow.runtime.report import RunReport, StepReport
 from dataflow.report import show_report
 from dataflow.report.notebook import cell_html
 from tests.datagen import encode, gradient

@@ -7,7 +7,7 @@ import pytest
 
 from dataflow.errors import RowError
 from dataflow.ops.table.cast import cast_columns
-from dataflow.runtime.batch import from_rows
+from dataflow.batch import from_rows
 from dataflow.runtime.stage import StageExecutor, StepCall
 
 

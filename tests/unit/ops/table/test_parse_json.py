@@ -6,7 +6,7 @@ import pytest
 
 from dataflow.errors import RowError
 from dataflow.ops.table.parse_json import parse_json
-from dataflow.runtime.batch import from_rows
+from dataflow.batch import from_rows
 from dataflow.runtime.stage import StageExecutor, StepCall
 
 FIELDS = {"ts": "long", "link": "string", "rx": "double", "up": "boolean", "meta": "string"}

@@ -123,11 +123,10 @@ def _has(module: str) -> bool:
 
 
 def test_minhash_device_is_resolved_where_keys_are_computed_not_where_the_bucketing_is_built():
-    from dataflow.ops.dedup import BUCKETINGS
     from dataflow.ops.device import cuda_visible
 
     if cuda_visible():
         pytest.skip("needs a machine without CUDA")
-    bucketing = BUCKETINGS["text.dedup_minhash"](dedup_text_minhash.params(device="cuda"))  # a driver without GPUs
+    bucketing = dedup_text_minhash.bucketing(dedup_text_minhash.params(device="cuda"))  # a driver without GPUs
     with pytest.raises(RuntimeError, match="num_gpus"):
         bucketing.keys(_batch(_docs(2)))

@@ -4,8 +4,8 @@ from __future__ import annotations
 import doctest
 import io
 
-import dataflow.report.status as status_module
-from dataflow.report.status import StatusLine
+import dataflow.runtime.status as status_module
+from dataflow.runtime.status import StatusLine
 
 
 class _Tty(io.StringIO):
