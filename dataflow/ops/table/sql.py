@@ -181,8 +181,9 @@ def _literal(value: Any) -> exp.Expression:
         return exp.Null()
     if isinstance(value, bool):
         return exp.Boolean(this=value)
-    if isinstance(value, int):
-        return exp.Literal.number(value) if value >= 0 else exp.Neg(this=exp.Literal.number(-value))
+    if isinstance(value, int):  # BIGINT, as a column of integers read from JSON or Parquet
+        number = exp.Literal.number(value) if value >= 0 else exp.Neg(this=exp.Literal.number(-value))
+        return exp.Cast(this=number, to=exp.DataType.build("bigint"))
     if isinstance(value, float):
         text = repr(value) if math.isfinite(value) else ("NaN" if math.isnan(value) else ("-" if value < 0 else "") + "Infinity")
         return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("double"))

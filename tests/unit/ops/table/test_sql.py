@@ -62,6 +62,8 @@ def test_vars_are_bound_as_literals_never_pasted_into_the_text():
     with pytest.raises(KeyError, match="no value for ':v'"):
         S.spark_sql(tree, {})
     assert S.parse("a + 1").sql() == "a + 1"  # binding copies: the cached tree keeps its markers
+    big = duck.with_columns(pa.table({"a": [1]}), {"b": S.duckdb_sql(S.parse(":n * 3"), {"n": 2**31})})
+    assert big.column("b").to_pylist() == [3 * 2**31]  # integers bind as BIGINT
 
 
 def test_spark_text_does_not_depend_on_the_ansi_flag():
