@@ -100,3 +100,7 @@ def test_documented_differences_on_ray():
         duck.with_columns(table, {"m": S.duckdb_sql(S.parse("i + 1"))})
     assert duck.with_columns(table, {"r": S.duckdb_sql(S.parse(r"regexp_replace(s, '(a)(b)', '$2$1')"))}).column("r").to_pylist() == ["ba"]
     assert S.spark_sql(S.parse("m['k'] + a[0]")) == "m['k'] + GET(a, 0)"
+    with pytest.raises(ValueError, match="from_json needs its schema as a string literal on Ray"):
+        S.duckdb_sql(S.parse("from_json(s, schema_column)"))
+    dec = duck.with_columns(table, {"d": S.duckdb_sql(S.parse("cast(1.5 AS decimal(5, 2)) * 3"))}).column("d")
+    assert dec.type == pa.decimal128(15, 2) and float(dec[0].as_py()) == 4.5  # Spark: decimal(8, 2), the same value
