@@ -171,3 +171,13 @@ class SqlContract:
         bad = _mismatches({r["g"]: r for r in rows}, AGGREGATES, ("a", "b"))
         assert not bad, f"{len(bad)} of {len(AGGREGATES)} differ on {engine}:\n" + "\n".join(bad)
 
+    def test_typed_results_keep_their_type_to_the_sink(self, engine: str, tmp_path: pathlib.Path):
+        columns = {"t": "to_timestamp(ts)", "day": "to_date(dt)", "dec": "cast(d as decimal(5, 2))", "raw": "cast(s as binary)",
+                   "m": "map('k', i)", "l": "array(i, j)", "st2": "named_struct('x', i, 'y', s)"}
+        rows = _run(engine, tmp_path, pa.Table.from_pylist(ROWS, schema=SCHEMA), {"op": "table.with_columns", "params": {"columns": columns}})
+        row = next(r for r in rows if r["__source__"].endswith("#row=0"))
+        t = row["t"].replace(tzinfo=None) if isinstance(row["t"], dt.datetime) else row["t"]
+        assert t == dt.datetime(2024, 3, 5, 13, 45, 30) and row["day"] == dt.date(2024, 3, 5)
+        assert row["dec"] == decimal.Decimal("2.50") and row["raw"] == b"Hello World"
+        assert dict(row["m"]) == {"k": 7} and row["l"] == [7, 2] and row["st2"] == {"x": 7, "y": "Hello World"}
+        assert row["st"] == {"lang": "en", "score": 0.9} and row["arr"] == [10, 20, 30]  # input struct and list pass through
