@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["TENSOR_TYPE", "Columns", "column_array", "concat", "from_arrow", "from_rows", "length", "take", "to_arrow", "to_rows"]
+__all__ = ["TENSOR_TYPE", "Columns", "MapCell", "column_array", "concat", "from_arrow", "from_rows", "length", "take", "to_arrow", "to_rows"]
 
 Columns = dict[str, np.ndarray]
 
@@ -81,6 +81,17 @@ def _tensor_values(col: pa.ChunkedArray) -> np.ndarray:
     return out
 
 
+class MapCell(list):
+    """A map value as its (key, value) pairs: ``to_arrow`` writes it back as a map, not a list of pairs."""
+
+
+def _map_array(values: np.ndarray) -> pa.Array:
+    pairs = [kv for v in values if v is not None for kv in v]
+    key = pa.array([k for k, _ in pairs]).type if pairs else pa.string()
+    value = pa.array([x for _, x in pairs]).type if pairs else pa.null()
+    return pa.array(list(values), type=pa.map_(key, value))
+
+
 def to_arrow(cols: Columns) -> pa.Table:
     """Convert to Arrow; ndarray cells (decoded images, audio) become ``{shape, dtype, data}`` structs."""
     arrays, names = [], []
@@ -88,6 +99,8 @@ def to_arrow(cols: Columns) -> pa.Table:
         names.append(k)
         if _is_tensor_column(v):
             arrays.append(pa.array([_tensor_cell(x) for x in v], type=TENSOR_TYPE))
+        elif v.dtype == object and any(isinstance(x, MapCell) for x in v):
+            arrays.append(_map_array(v))
         else:
             arrays.append(pa.array(list(v) if v.dtype == object else v))
     return pa.table(arrays, names=names)
@@ -118,6 +131,8 @@ def from_arrow(table: pa.Table | pa.RecordBatch) -> Columns:
         elif isinstance(col.type, pa.ExtensionType):  # e.g. Ray's tensor columns: their own to_numpy
             chunks = [c.to_numpy(zero_copy_only=False) for c in col.chunks]
             cols[name] = np.concatenate(chunks) if chunks else np.empty(0, dtype=object)
+        elif pa.types.is_map(col.type):
+            cols[name] = column_array([None if c is None else MapCell(c) for c in col.to_pylist()])
         elif _python_values(col):
             cols[name] = column_array(col.to_pylist())  # nulls or nested cells: an object array
         else:

@@ -1,6 +1,7 @@
 """Plan checks: column flow between steps, and the expressions and column names in params."""
 from __future__ import annotations
 
+import difflib
 import typing
 
 import pydantic
@@ -40,7 +41,7 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
     parsed. In a ``dict[name, Expr]`` (``table.with_columns``) an expression may also read the
     names defined before it.
     """
-    from dataflow.ops.table import expr as E
+    from dataflow.ops.table import sql as E
     from dataflow.ops.table.types import ColumnName
 
     columns: set[str] = set()
@@ -93,11 +94,12 @@ def _chain_problems(nodes, source_format: str) -> list[SpecIssue]:
                     if col not in columns:
                         makers = [s.name for s in all_ops() if col in _outputs_with_defaults(s) and s.name != node.op.name]
                         makers.sort(key=lambda n: (not n.startswith(node.op.modality.value + "."), n))
+                        close = difflib.get_close_matches(col, sorted(columns), n=1)
                         problems.append(SpecIssue(
                             key=node.path,
                             message=f"{node.op.name} needs column '{col}', which no earlier step or the "
                             f"'{source_format}' source provides (have: {', '.join(sorted(columns))})",
-                            hint=f"add {makers[0]} before it" if makers else None,
+                            hint=f"did you mean '{close[0]}'?" if close else f"add {makers[0]} before it" if makers else None,
                         ))
             if node.op.output_columns is not None:
                 columns = node.op.output_columns(columns, node.params)

@@ -203,10 +203,10 @@ CASES: dict[str, Case] = {
         [{"op": "table.filter_rows", "params": {"where": "crc IS NOT NULL"}}, {"op": "table.filter_rows", "params": {"where": "crc < :lim", "vars": {"lim": 5}}}],
         lambda d: [d.row(i) for i in (0, 1, 3)],
     ),
-    "with_columns_literals_and_predicates": Case(
+    "with_columns_literals_and_predicates": Case(  # Spark SQL string literals: backslash escapes
         "links",
         [{"op": "table.with_columns", "params": {"columns": {
-            "q": "'it''s ' || state || ' \\ ok'", "p": "power(crc, 2)", "lk": "link LIKE 'a%'",
+            "q": "'it\\'s ' || state || ' \\\\ ok'", "p": "power(crc, 2)", "lk": "link LIKE 'a%'",
             "bt": "ts BETWEEN 1000 AND 4000", "nb": "ts NOT BETWEEN 1000 AND 4000", "neg": "-rx - 1",
         }}}],
         lambda d: [d.row(i, q=None if s is None else f"it's {s} \\ ok", p=None if c is None else float(c * c), lk=lk, bt=bt, nb=not bt, neg=None if r is None else -r - 1)

@@ -67,6 +67,7 @@ def spark_local():
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")  # as dataflow's own sessions (engines/spark/session.py)
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.local.dir", tempfile.mkdtemp(prefix="dataflow-spark-tests-"))

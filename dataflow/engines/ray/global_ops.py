@@ -87,11 +87,11 @@ class _PartitionOp:
 
     def _no_rows(self) -> pa.Table:
         """An aggregation over no rows: one row, counts 0 and the rest null (as in SQL and on Spark)."""
-        from dataflow.ops.table.expr import parse_aggregation
+        from dataflow.ops.table.sql import is_count, parse_aggregation
         from dataflow.runtime.stage import StepStats
 
         aggs = {n: parse_aggregation(t) for n, t in self.stage.call.params.aggregations.items()}
-        row = {n: pa.array([0], pa.int64()) if a.func == "count" else pa.nulls(1) for n, a in aggs.items()}
+        row = {n: pa.array([0], pa.int64()) if is_count(a) else pa.nulls(1) for n, a in aggs.items()}
         self.side.write(f"{self.stage.name}-p0", batch_key([]), [], {self.stage.call.index: StepStats(rows_in=0, rows_out=1)})
         return pa.table({**row, SOURCE: pa.nulls(1, pa.string())})
 

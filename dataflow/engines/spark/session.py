@@ -17,6 +17,8 @@ LOCAL_CONF = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Spark SQL expressions read and format times in UTC, as DuckDB does on Ray.
+    "spark.sql.session.timeZone": "UTC",
     # Off: PySpark would record the Python call site of every Column call (several JVM round
     # trips each) for error messages, and those call sites are dataflow's own lines.
     "spark.python.sql.dataFrameDebugging.enabled": "false",

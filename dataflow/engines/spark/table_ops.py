@@ -17,12 +17,12 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from dataflow.columns import SOURCE
-from dataflow.engines.spark.columns import aggregate_column, col, sql_literal, sql_name, to_column
+from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.engines.spark.compile import SparkStep
-from dataflow.ops.table import expr as E
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
 from dataflow.ops.table.parse_regex import java_pattern
+from dataflow.ops.table.sql import columns_of, parse, parse_aggregation, spark_sql
 from dataflow.ops.table.types import SPARK_TYPES
 
 __all__ = ["BAD", "Checked"]
@@ -76,7 +76,7 @@ def _select(df: DataFrame, step: SparkStep, named) -> DataFrame:
 
 
 def _filter_rows(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    return df.where(to_column(E.parse(step.params["where"]), _vars(step)))
+    return df.where(F.expr(spark_sql(parse(step.params["where"]), _vars(step))))
 
 
 def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
@@ -84,10 +84,10 @@ def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
     # the same result as one withColumn each, with fewer plans for Spark to analyse.
     batch: dict[str, Column] = {}
     for name, text in step.params["columns"].items():
-        node = E.parse(text)
-        if E.columns_of(node) & batch.keys():
+        tree = parse(text)
+        if columns_of(tree) & batch.keys():
             df, batch = df.withColumns(batch), {}
-        batch[name] = to_column(node, _vars(step))
+        batch[name] = F.expr(spark_sql(tree, _vars(step)))
     return df.withColumns(batch) if batch else df
 
 
@@ -149,15 +149,15 @@ def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
     return df.withColumn("__df_rank", rank).where(F.col("__df_rank") == 1).drop("__df_rank")
 
 
-def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, E.Aggregation], params: dict, default_x: str | None = None) -> DataFrame:
-    aggs = [aggregate_column(a, params, default_x).alias(name) for name, a in aggregations.items()]
+def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, Any], params: dict, default_x: str | None = None) -> DataFrame:
+    aggs = [F.expr(spark_sql(tree, params, default_x)).alias(name) for name, tree in aggregations.items()]
     if SOURCE in df.columns:
         aggs.append(F.min(col(SOURCE)).alias(SOURCE))
     return df.groupBy(*[col(k) for k in keys]).agg(*aggs)
 
 
 def _aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    parsed = {n: E.parse_aggregation(t) for n, t in step.params["aggregations"].items()}
+    parsed = {n: parse_aggregation(t) for n, t in step.params["aggregations"].items()}
     return _grouped(df, list(step.params.get("keys") or []), parsed, _vars(step))
 
 
@@ -175,7 +175,7 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
         first = (last - F.lit((count - 1) * slide)).cast("bigint")
         starts = F.sequence(first, last.cast("bigint"), F.lit(slide).cast("bigint"))
         df = df.withColumn("window_start", F.explode(starts)).where(F.col("window_start") + F.lit(size) > t)
-    parsed = {n: E.parse_aggregation(text, implicit_x=True) for n, text in p["aggregations"].items()}
+    parsed = {n: parse_aggregation(text, implicit_x=True) for n, text in p["aggregations"].items()}
     out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=time)
     out = out.withColumn("window_end", F.col("window_start") + F.lit(size))
     if slide < size and SOURCE in out.columns:

@@ -1,4 +1,4 @@
-"""Group rows by key columns and compute aggregations (count, sum, mean, min, max, stddev, slope)."""
+"""Group rows by key columns and compute Spark SQL aggregations."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +7,8 @@ import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
-from dataflow.ops.table.expr import AggExpr, parse_aggregation
 from dataflow.ops.table.grouping import aggregate_table
+from dataflow.ops.table.sql import AggExpr, parse_aggregation
 from dataflow.ops.table.types import ColumnName
 
 
@@ -26,8 +26,9 @@ def aggregate_rows(
     Output columns: the keys, then the aggregations, then ``__source__`` (the smallest in the group).
 
     Args:
-        aggregations: Output column -> one of count(*), count(x), sum(x), mean(x) (or avg), min(x),
-            max(x), stddev(x) (sample), slope(y, x) (least squares); x may be an expression.
+        aggregations: Output column -> a Spark SQL aggregation: count(*), count(DISTINCT x), sum(x),
+            avg(x), min(x), max(x), stddev_samp(x), percentile_approx(x, 0.5), collect_list(x),
+            regr_slope(y, x), slope(y, x) (the same), or an expression of them (``sum(a) / count(*)``).
         keys: Group-by columns; none means one row over all rows.
         vars: Values for ``:name`` markers in the aggregation arguments.
     """

@@ -8,7 +8,7 @@ from dataflow.columns import SOURCE
 from dataflow.errors import RowError
 from dataflow.ops.declare import op
 from dataflow.ops.table.casting import failed, try_cast
-from dataflow.ops.table.evaluate import column as read_column
+from dataflow.ops.table.grouping import column as read_column
 from dataflow.ops.table.types import ColumnName, TypeName
 
 

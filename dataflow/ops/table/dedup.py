@@ -9,8 +9,7 @@ import pyarrow.compute as pc
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
-from dataflow.ops.table.evaluate import column
-from dataflow.ops.table.grouping import group_ids
+from dataflow.ops.table.grouping import column, group_ids
 from dataflow.ops.table.types import ColumnName
 
 

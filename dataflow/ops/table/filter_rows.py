@@ -1,4 +1,4 @@
-"""Keep the rows where a SQL boolean expression is true."""
+"""Keep the rows where a Spark SQL boolean expression is true."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 
 from dataflow.ops.declare import op
-from dataflow.ops.table.evaluate import evaluate_mask
-from dataflow.ops.table.expr import Expr, parse
+from dataflow.ops.table import duck
+from dataflow.ops.table.sql import Expr, duckdb_sql, parse
 
 
 @op(name="table.filter_rows", modality="table", inputs=(), outputs=(), kind="filter", batch_format="pyarrow")
@@ -18,7 +18,7 @@ def filter_rows(batch: pa.Table, *, where: Expr, vars: dict[str, Any] | None = N
     Example: ``where: "rx_power_dbm < :floor AND link LIKE 'sw1%'"`` with ``vars: {floor: -12}``.
 
     Args:
-        where: A SQL boolean expression over the columns (see ``dataflow.ops.table.expr``).
-        vars: Values for the ``:name`` markers in ``where`` (thresholds you want to --set).
+        where: A Spark SQL boolean expression over the columns (see ``dataflow.ops.table.sql``).
+        vars: Values for the ``:name`` markers in ``where`` (thresholds you want to --set), bound as literals.
     """
-    return evaluate_mask(parse(where), batch, vars or {})
+    return duck.keep_mask(batch, duckdb_sql(parse(where), vars))

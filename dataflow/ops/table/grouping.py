@@ -1,10 +1,9 @@
-"""Grouped aggregation over a pyarrow Table, with Spark's semantics for each aggregate.
+"""Grouping over a pyarrow Table: group numbers for ``table.dedup``, aggregations through DuckDB.
 
-``count(*)`` counts rows, ``count(x)`` non-null values; ``sum``/``min``/``max`` of no values are
-null; ``mean`` is a double; ``stddev`` is the sample standard deviation (null below two values);
-``slope(y, x)`` is the least-squares slope of y over x (Spark's ``regr_slope``: rows where either
-is null are skipped; null below two points or when x does not vary). The output ``__source__`` of a
-group is the smallest ``__source__`` in it, so both engines agree on it.
+Aggregations are Spark SQL (``dataflow.ops.table.sql``) run by DuckDB over the rows with Spark's
+semantics: ``count`` of no rows is 0, the other aggregates are NULL; a global aggregation over no
+rows is one row. The output ``__source__`` of a group is the smallest ``__source__`` in it, so
+both engines agree on it.
 """
 from __future__ import annotations
 
@@ -13,14 +12,28 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
 
 from dataflow.columns import SOURCE
-from dataflow.ops.table.evaluate import column, evaluate
-from dataflow.ops.table.expr import Aggregation, Col
+from dataflow.ops.table import duck
+from dataflow.ops.table.sql import duckdb_sql
 
-__all__ = ["aggregate_table", "group_ids"]
+__all__ = ["aggregate_table", "column", "group_ids"]
 
-_ARROW_AGG = {"sum": "sum", "min": "min", "max": "max", "mean": "mean"}
+
+def column(table: pa.Table, name: str) -> pa.Array:
+    """Return a column as one array; float NaN becomes null.
+
+    Raises:
+        KeyError: no such column, naming the columns there are.
+    """
+    if name not in table.column_names:
+        have = ", ".join(c for c in table.column_names if not c.startswith("__"))
+        raise KeyError(f"no column '{name}' (have: {have})")
+    arr = table.column(name).combine_chunks()
+    if pa.types.is_floating(arr.type):
+        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+    return arr
 
 
 def group_ids(table: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
@@ -33,30 +46,10 @@ def group_ids(table: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
     return groups.select(keys), gid
 
 
-def _slope(y: pa.Array, x: pa.Array, gid: np.ndarray, n_groups: int) -> pa.Array:
-    both = np.asarray(pc.and_(pc.is_valid(y), pc.is_valid(x)).to_numpy(zero_copy_only=False), dtype=bool)
-    yv = np.asarray(y.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))[both]
-    xv = np.asarray(x.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))[both]
-    g = gid[both]
-    n = np.bincount(g, minlength=n_groups).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mx = np.bincount(g, weights=xv, minlength=n_groups) / n
-        my = np.bincount(g, weights=yv, minlength=n_groups) / n
-        dx, dy = xv - mx[g], yv - my[g]
-        sxx = np.bincount(g, weights=dx * dx, minlength=n_groups)
-        sxy = np.bincount(g, weights=dx * dy, minlength=n_groups)
-        slope = sxy / sxx
-    return pa.array(slope, pa.float64(), mask=(n < 2) | ~(sxx > 0))
-
-
-def _argument(agg: Aggregation, table: pa.Table, params: dict[str, Any]) -> pa.Array:
-    return column(table, agg.arg.name) if isinstance(agg.arg, Col) else evaluate(agg.arg, table, params)
-
-
 def aggregate_table(
     table: pa.Table,
     keys: list[str],
-    aggregations: dict[str, Aggregation],
+    aggregations: dict[str, exp.Expression],
     params: dict[str, Any] | None = None,
     default_x: str | None = None,
 ) -> pa.Table:
@@ -65,50 +58,10 @@ def aggregate_table(
     Args:
         table: The rows.
         keys: Group-by columns (empty: one group of all rows).
-        aggregations: Output name -> parsed aggregation.
+        aggregations: Output name -> parsed aggregation (``sql.parse_aggregation``).
         params: Values for ``:var`` markers in aggregation arguments.
         default_x: The x column of ``slope(y)``.
     """
-    params = params or {}
-    if keys:
-        key_table, gid = group_ids(table, keys)
-    else:
-        key_table, gid = pa.table({}), np.zeros(table.num_rows, dtype=np.int64)
-    n_groups = key_table.num_rows if keys else 1
-    work = {"__gid": pa.array(gid)}
-    specs: list[tuple] = []
-    later: dict[str, pa.Array] = {}
-    for i, (name, agg) in enumerate(aggregations.items()):
-        if agg.func == "count" and agg.arg is None:
-            specs.append(([], "count_all", None, name))
-        elif agg.func == "slope":
-            x = _argument(Aggregation("slope", agg.x), table, params) if agg.x is not None else column(table, default_x)
-            later[name] = _slope(_argument(agg, table, params), x, gid, n_groups)
-        else:
-            work[f"__a{i}"] = _argument(agg, table, params)
-            if agg.func == "count":
-                specs.append((f"__a{i}", "count", pc.CountOptions(mode="only_valid"), name))
-            elif agg.func == "stddev":
-                specs.append((f"__a{i}", "stddev", pc.VarianceOptions(ddof=1), name))
-            else:
-                specs.append((f"__a{i}", _ARROW_AGG[agg.func], None, name))
-    if SOURCE in table.column_names:
-        work[SOURCE] = column(table, SOURCE)
-        specs.append((SOURCE, "min", None, SOURCE))
-    grouped = pa.table(work).group_by(["__gid"], use_threads=False).aggregate([(c, f, o) if o is not None else (c, f) for c, f, o, _ in specs])
-    order = np.argsort(grouped.column("__gid").to_numpy())
-    grouped = grouped.take(pa.array(order))
-    present = np.zeros(n_groups, dtype=bool)
-    present[grouped.column("__gid").to_numpy()] = True
-    out: dict[str, pa.Array] = {k: key_table.column(k) for k in keys}
-    results = {}
-    for c, f, _, name in specs:
-        results[name] = grouped.column("count_all" if f == "count_all" else f"{c}_{f}")
-    if not keys and not present.all():
-        # Spark returns one row for a global aggregation over no rows: count 0, the rest null.
-        results = {n: pa.array([0]) if f in ("count_all", "count") else pa.nulls(1, results[n].type) for c, f, _, n in specs}
-    for name in aggregations:
-        out[name] = later[name] if name in later else results[name]
-    if SOURCE in results:
-        out[SOURCE] = results[SOURCE]
-    return pa.table(out)
+    sqls = {name: duckdb_sql(tree, params, default_x) for name, tree in aggregations.items()}
+    extra = {SOURCE: f'min("{SOURCE}")'} if SOURCE in table.column_names else {}
+    return duck.aggregate(table, keys, sqls, extra)

@@ -8,9 +8,8 @@ import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
-from dataflow.ops.table.evaluate import column
-from dataflow.ops.table.expr import WindowAggExpr, parse_aggregation
-from dataflow.ops.table.grouping import aggregate_table
+from dataflow.ops.table.grouping import aggregate_table, column
+from dataflow.ops.table.sql import WindowAggExpr, parse_aggregation
 from dataflow.ops.table.types import ColumnName, Duration
 
 __all__ = ["window_aggregate", "window_starts"]
@@ -64,8 +63,8 @@ def window_aggregate(
 
     Args:
         size: Window length: seconds, or a number with a unit (``15m``, ``6h``, ``1d``).
-        aggregations: Output column -> count(*), count(x), sum(x), mean(x), min(x), max(x),
-            stddev(x), slope(y) or slope(y, x).
+        aggregations: Output column -> a Spark SQL aggregation (see ``table.aggregate``); ``slope(y)``
+            regresses y on ``time_column``.
         keys: Columns that identify a series (e.g. ``[link]``).
         time_column: Column holding unix seconds.
         slide: Distance between window starts (default ``size``: tumbling windows).

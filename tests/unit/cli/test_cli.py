@@ -36,6 +36,28 @@ def test_validate_misspelt_op_and_param_exits_2_naming_both_lines(tmp_path):
     assert "did you mean 'max_side'?" in result.output
 
 
+SQL = """name: t
+source: {uri: /d/x.parquet, format: parquet}
+steps:
+  - op: table.filter_rows
+    params:
+      where: "rx > AND 1"
+  - op: table.with_columns
+    params:
+      columns: {a: "flor(rx)", b: "to_timestamp(ts) > '2024-01-01'"}
+sink: {uri: /o}
+"""
+
+
+def test_validate_names_the_line_of_a_bad_expression_and_the_column_inside_it(tmp_path):
+    path = _write(tmp_path, SQL)
+    result = CliRunner().invoke(cli, ["validate", path])
+    assert result.exit_code == 2
+    assert f"{path}:6:7: steps[0].params.where: value error, at column 6: incomplete GT (an operand is missing) in 'rx > AND 1'" in result.output
+    assert f"{path}:9:17: steps[1].params.columns.a: value error, unknown function 'flor' in 'flor(rx)'; did you mean 'floor'?" in result.output
+    assert "to_timestamp" not in result.output
+
+
 def test_misspelt_op_and_its_misspelt_param_in_one_step_are_both_reported(tmp_path):
     path = _write(tmp_path, BAD)
     result = CliRunner().invoke(cli, ["validate", path])

@@ -36,6 +36,14 @@ def test_missing_column_names_the_step_and_the_fix():
     assert issue.message.startswith("image.resize needs column 'image', which no earlier step or the 'image' source provides")
 
 
+def test_an_expression_reading_a_misspelt_column_suggests_the_nearest():
+    parse = ("table.parse_json", {"fields": {"rx_power": "double", "link": "string"}})
+    with pytest.raises(PlanError) as info:
+        validate_plan(build_plan(_spec(parse, ("table.filter_rows", {"where": "rx_powr < -3 AND meta.lang = 'en'"}), fmt="text")))
+    assert [(i.key, i.hint) for i in info.value.issues] == [("steps[1]", None), ("steps[1]", "did you mean 'rx_power'?")]
+    assert "needs column 'meta'" in info.value.issues[0].message
+
+
 def test_configurable_columns_flow_between_ops():
     spec = _spec(("image.decode", {"output": "pixels"}), ("image.resize", {"column": "pixels"}))
     validate_plan(build_plan(spec))

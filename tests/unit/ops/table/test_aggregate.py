@@ -30,5 +30,7 @@ def test_no_keys_is_one_row_even_over_no_rows():
 def test_slope_without_x_and_non_aggregates_are_rejected():
     with pytest.raises(pydantic.ValidationError, match="'slope' takes 2 argument"):
         aggregate_rows.params(aggregations={"s": "slope(rx)"})
-    with pytest.raises(pydantic.ValidationError, match="must be one call of"):
+    with pytest.raises(pydantic.ValidationError, match="needs an aggregate function"):
         aggregate_rows.params(aggregations={"s": "rx"})
+    with pytest.raises(pydantic.ValidationError, match="column 'rx' is read outside an aggregate function"):
+        aggregate_rows.params(aggregations={"s": "rx + count(*)"})

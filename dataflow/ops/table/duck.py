@@ -1,0 +1,177 @@
+"""Run Spark SQL expressions on Arrow tables with DuckDB (how the table ops evaluate on Ray).
+
+sqlglot transpiles each Spark tree to DuckDB; the rewrites below make DuckDB follow Spark where
+the two differ (the README's "Differences on Ray" lists what remains). One in-process DuckDB
+connection per thread, one thread each (Ray already runs a task per core); timestamps are
+wall-clock UTC (DuckDB without its ICU extension has no time zones).
+On Ray, null numbers may travel between steps as NaN (the numpy batch form cannot tell them
+apart), so a float NaN read from a column counts as null here.
+"""
+from __future__ import annotations
+
+import threading
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+__all__ = ["aggregate", "keep_mask", "to_duckdb", "with_columns"]
+
+_TABLE = "__df_batch"
+_local = threading.local()
+
+
+def _name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _fn(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _as(node: exp.Expression, type_name: str) -> exp.Expression:
+    return exp.Cast(this=node, to=exp.DataType.build(type_name, dialect="duckdb"))
+
+
+def _when(cond: exp.Expression, value: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=cond, true=value)])
+
+
+def _json_shape(dtype: exp.DataType) -> object:
+    """A Spark type as the structure ``json_transform`` takes."""
+    if dtype.is_type(exp.DataType.Type.STRUCT):
+        return {f.name: _json_shape(f.args["kind"]) for f in dtype.expressions}
+    if dtype.is_type(exp.DataType.Type.ARRAY):
+        return [_json_shape(dtype.expressions[0])]
+    return dtype.sql(dialect="duckdb")
+
+
+def _from_json(node: exp.FromJson) -> exp.Expression:
+    import json
+
+    schema = node.expression
+    if not (isinstance(schema, exp.Literal) and schema.is_string):
+        raise ValueError("from_json needs its schema as a string literal on Ray")
+    ddl = schema.name if schema.name.strip().lower().startswith("struct") else f"STRUCT<{schema.name}>"
+    shape = _json_shape(exp.DataType.build(ddl, dialect="spark"))
+    text = node.this
+    return _when(_fn("json_valid", text), _fn("json_transform", text, exp.Literal.string(json.dumps(shape))))
+
+
+def _java_replacement(node: exp.Expression) -> exp.Expression:
+    """Java's ``$1`` group references as RE2's ``\\1``."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        import re
+
+        return exp.Literal.string(re.sub(r"\$(\d)", r"\\\1", node.name.replace("\\", "\\\\")))
+    return node
+
+
+def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
+    """One Spark node as DuckDB nodes with Spark's result (sqlglot's own transpiling does the rest)."""
+    from dataflow.ops.table.sql import HELPERS, _slope_x
+
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+    if name in HELPERS:
+        y, x = _slope_x(node, default_x)
+        node = exp.RegrSlope(this=y, expression=x)
+    if name == "mean":
+        return exp.Avg(this=node.expressions[0])
+    if name == "bround":
+        return _fn("round_even", node.expressions[0], node.expressions[1] if len(node.expressions) > 1 else exp.Literal.number(0))
+    if name == "timestamp_seconds":
+        return _fn("make_timestamp", _as(exp.Mul(this=exp.paren(node.expressions[0]), expression=exp.Literal.number(1000000)), "BIGINT"))
+    if isinstance(node, (exp.RegrSlope, exp.RegrIntercept, exp.Corr)):  # NaN where Spark gives NULL (x constant, one point)
+        return _fn("nullif", node, _as(exp.Literal.string("NaN"), "DOUBLE"))
+    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("decimals") is None:
+        return _as(node, "BIGINT")
+    if isinstance(node, exp.Ln):
+        return exp.Ln(this=_when(exp.GT(this=node.this, expression=exp.Literal.number(0)), node.this))
+    if isinstance(node, exp.Log):
+        arg = node.expression if node.expression is not None else node.this
+        positive = _when(exp.GT(this=arg, expression=exp.Literal.number(0)), arg)
+        return exp.Log(this=node.this, expression=positive) if node.expression is not None else exp.Log(this=positive)
+    if isinstance(node, (exp.Hour, exp.Minute, exp.Second)):
+        return type(node)(this=exp.TryCast(this=node.this, to=exp.DataType.build("TIMESTAMP")))
+    if isinstance(node, exp.DayOfWeek):
+        return exp.Add(this=node, expression=exp.Literal.number(1))  # Spark: 1 is Sunday
+    if isinstance(node, exp.TsOrDsAdd):  # date_add / date_sub give a DATE
+        return _as(node, "DATE")
+    if isinstance(node, exp.StrToUnix):  # a string or a timestamp -> whole seconds
+        fmt = node.args.get("format")
+        text = _as(node.this, "VARCHAR")
+        parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
+        return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")
+    if isinstance(node, exp.JSONExtractScalar):  # get_json_object: NULL for text that is not JSON
+        return _when(_fn("json_valid", node.this), node)
+    if isinstance(node, exp.FromJson):
+        return _from_json(node)
+    if isinstance(node, exp.RegexpReplace):
+        node.set("replacement", _java_replacement(node.args.get("replacement")))
+    if isinstance(node, exp.Exists) and isinstance(node.expression, exp.Lambda):  # exists(arr, x -> p)
+        return _fn("list_bool_or", _fn("list_transform", node.this, node.expression))
+    return node
+
+
+def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
+    """Return a bound Spark tree as DuckDB SQL with Spark's semantics."""
+    return tree.transform(lambda n: _rewrite(n, default_x), copy=False).sql(dialect="duckdb")
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = duckdb.connect(config={"threads": 1})
+        _local.con = con
+    return con
+
+
+def _nan_as_null(table: pa.Table) -> pa.Table:
+    for i, field in enumerate(table.schema):
+        if pa.types.is_floating(field.type):
+            col = table.column(i)
+            table = table.set_column(i, field.name, pc.if_else(pc.is_nan(col), pa.scalar(None, field.type), col))
+    return table
+
+
+def _query(table: pa.Table, sql: str) -> pa.Table:
+    con = _connection()
+    con.register(_TABLE, _nan_as_null(table))
+    try:
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.unregister(_TABLE)
+
+
+def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
+    """Set each named column to its DuckDB expression, in order (an expression may read the ones before it)."""
+    names = list(table.column_names)
+    sql = f"SELECT * FROM {_TABLE}"
+    for name, expr in columns.items():
+        if name in names:
+            sql = f"SELECT * REPLACE (({expr}) AS {_name(name)}) FROM ({sql})"
+        else:
+            sql = f"SELECT *, ({expr}) AS {_name(name)} FROM ({sql})"
+            names.append(name)
+    return _query(table, sql)
+
+
+def keep_mask(table: pa.Table, condition: str) -> np.ndarray:
+    """Rows where the DuckDB boolean ``condition`` is true (NULL counts as false)."""
+    out = _query(table, f"SELECT (({condition}) IS TRUE) AS keep FROM {_TABLE}")
+    return np.asarray(out.column(0).to_numpy(), dtype=bool)
+
+
+def aggregate(table: pa.Table, keys: list[str], aggregations: dict[str, str], extra: dict[str, str] | None = None) -> pa.Table:
+    """One row per distinct ``keys`` (all rows when none) with each DuckDB aggregation; ``extra`` after them."""
+    items = {**aggregations, **(extra or {})}
+    select = ", ".join([*(_name(k) for k in keys), *(f"({e}) AS {_name(n)}" for n, e in items.items())])
+    group = f" GROUP BY {', '.join(_name(k) for k in keys)}" if keys else ""
+    out = _query(table, f"SELECT {select} FROM {_TABLE}{group}")
+    # DuckDB sums integers into HUGEINT (Arrow decimal(38, 0)); Spark's sum of integers is a BIGINT.
+    for i, field in enumerate(out.schema):
+        if pa.types.is_decimal(field.type) and field.type.scale == 0 and field.type.precision == 38:
+            out = out.set_column(i, field.name, out.column(i).cast(pa.int64()))
+    return out

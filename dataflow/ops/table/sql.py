@@ -1,0 +1,289 @@
+"""Spark SQL expressions: parsed and checked with sqlglot's Spark dialect, rendered for Spark and for DuckDB.
+
+The expression language is Spark SQL (https://spark.apache.org/docs/latest/api/sql/). A step's text
+is parsed once when its params are validated; ``:name`` markers are bound as literals from the
+step's ``vars`` by replacing nodes of the tree (never by pasting text). Spark runs the rendered
+tree with ``F.expr``; Ray runs the same tree transpiled to DuckDB over each Arrow batch
+(``dataflow.ops.table.duck``).
+
+Rules both engines follow whatever the Spark session's ANSI flag: ``/`` and ``%`` by zero are
+NULL (Spark's ``try_divide``/``try_mod``), ``CAST`` is ``try_cast`` (a value that does not
+convert is NULL). ``slope(y, x)`` is ``regr_slope(y, x)``; in ``table.window_aggregate``,
+``slope(y)`` regresses y on the window's time column.
+
+Examples:
+    >>> sorted(columns_of(parse("rx_power_dbm < :floor AND meta.link LIKE 'sw1%'")))
+    ['meta', 'rx_power_dbm']
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import re
+from typing import Any
+
+import sqlglot
+from pydantic_core import core_schema
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+
+__all__ = [
+    "AggExpr",
+    "Expr",
+    "ExprError",
+    "WindowAggExpr",
+    "columns_of",
+    "duckdb_sql",
+    "is_count",
+    "params_of",
+    "parse",
+    "parse_aggregation",
+    "spark_sql",
+]
+
+#: dataflow's own helpers, on top of Spark's functions: name -> Spark's equivalent.
+HELPERS = {"slope": "regr_slope"}
+#: Spark functions sqlglot does not know by name, which DuckDB runs through a rewrite (``duck``).
+SPARK_EXTRA = {"bround", "mean", "timestamp_seconds"}
+#: The aggregates among ``HELPERS`` and ``SPARK_EXTRA``.
+EXTRA_AGGREGATES = {"slope", "mean"}
+_KNOWN = sorted({*(n.lower() for n in Spark.Parser.FUNCTIONS), *HELPERS, *SPARK_EXTRA})
+
+
+class ExprError(ValueError):
+    """An expression that does not parse or breaks a rule; says where (column) and what."""
+
+
+def _position(node: exp.Expression) -> str:
+    meta = node.meta if isinstance(node, exp.Identifier) else getattr(node.this, "meta", {}) if isinstance(node.this, exp.Expression) else {}
+    return f"at column {meta['start'] + 1}: " if "start" in meta else ""
+
+
+def _syntax(text: str) -> exp.Expression:
+    if not str(text).strip():
+        raise ExprError("empty expression")
+    try:
+        tree = sqlglot.parse_one(str(text), read="spark")
+    except sqlglot.errors.ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        col = err.get("col") and err["col"] - max(len(err.get("highlight") or ""), 1) + 1  # sqlglot gives the token's end
+        where = f"at column {col}: " if col else ""
+        what = re.sub(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>", r"incomplete \1 (an operand is missing)", str(err.get("description", exc)))
+        raise ExprError(f"{where}{what} in {text!r}") from None
+    except sqlglot.errors.TokenError as exc:
+        raise ExprError(f"{exc} (an unterminated quote?) in {text!r}") from None
+    if isinstance(tree, exp.Alias):
+        raise ExprError(f"{_position(tree.args['alias'])}unexpected '{tree.alias}' after the expression in {text!r}")
+    if isinstance(tree, (exp.Query, exp.Block, exp.Command, exp.DDL, exp.DML)) or tree.find(exp.Query):
+        raise ExprError(f"expected one expression, not a statement or a subquery, in {text!r}")
+    return tree
+
+
+def _aggregates(tree: exp.Expression):
+    for node in tree.find_all(exp.AggFunc, exp.Anonymous):
+        if isinstance(node, exp.AggFunc) or node.name.lower() in EXTRA_AGGREGATES:
+            yield node
+
+
+def _check_functions(tree: exp.Expression, text: str) -> None:
+    for node in tree.find_all(exp.Anonymous):
+        name = node.name.lower()
+        if name not in HELPERS and name not in SPARK_EXTRA:
+            close = difflib.get_close_matches(name, _KNOWN, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else " (see Spark SQL's function reference)"
+            raise ExprError(f"unknown function '{name}' in {text!r}{hint}")
+    if tree.find(exp.Window):
+        raise ExprError(f"window functions (OVER) are not allowed here (use table.window_aggregate) in {text!r}")
+
+
+@functools.lru_cache(maxsize=4096)
+def parse(text: str) -> exp.Expression:
+    """Parse a scalar Spark SQL expression and check its functions (returns a shared tree: copy before changing it).
+
+    Raises:
+        ExprError: the expression does not parse, uses an unknown function, or aggregates.
+    """
+    tree = _syntax(text)
+    _check_functions(tree, text)
+    agg = next(_aggregates(tree), None)
+    if agg is not None:
+        raise ExprError(f"aggregate function '{agg.sql('spark').split('(')[0].lower()}' is not allowed here "
+                        f"(use table.aggregate or table.window_aggregate) in {text!r}")
+    return tree
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_aggregation(text: str, *, implicit_x: bool = False) -> exp.Expression:
+    """Parse an aggregation such as ``count(*)``, ``sum(crc) / count(*)`` or ``slope(rx, ts)``.
+
+    Every column must be read inside an aggregate function.
+
+    Args:
+        text: The aggregation text.
+        implicit_x: Allow ``slope(y)`` (the window's time column is x).
+
+    Raises:
+        ExprError: no aggregate, a column outside one, a nested aggregate, or a bad ``slope``.
+    """
+    tree = _syntax(text)
+    _check_functions(tree, text)
+    aggs = list(_aggregates(tree))
+    if not aggs:
+        raise ExprError(f"an aggregation needs an aggregate function (count(*), sum(x), avg(x), percentile_approx(x, 0.5), slope(y, x)...), got {text!r}")
+    for agg in aggs:
+        if any(inner is not agg for inner in _aggregates(agg)):
+            raise ExprError(f"aggregate functions cannot be nested in {text!r}")
+        if isinstance(agg, exp.Anonymous) and agg.name.lower() == "slope":
+            n = len(agg.expressions)
+            if not (1 if implicit_x else 2) <= n <= 2:
+                raise ExprError(f"'slope' takes {'1 to 2' if implicit_x else 2} argument(s), got {n} in {text!r}")
+    scopes = [a.parent if isinstance(a.parent, exp.Filter) else a for a in aggs]  # sum(x) FILTER (WHERE ...)
+    for col in _columns(tree):
+        if not _inside(col, scopes):
+            raise ExprError(f"{_position(col)}column '{col.parts[0].name}' is read outside an aggregate function in {text!r}")
+    return tree
+
+
+def _inside(node: exp.Expression, ancestors: list[exp.Expression]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if any(parent is a for a in ancestors):
+            return True
+        parent = parent.parent
+    return False
+
+
+def is_count(tree: exp.Expression) -> bool:
+    """Whether an aggregation is a plain ``count(...)`` (0, not NULL, over no rows)."""
+    return isinstance(tree, exp.Count)
+
+
+def _columns(tree: exp.Expression):
+    lambdas = {p.name for lam in tree.find_all(exp.Lambda) for p in lam.expressions}
+    for col in tree.find_all(exp.Column):
+        if not (col.name in lambdas and not col.table and col.find_ancestor(exp.Lambda)):
+            yield col
+
+
+def columns_of(tree: exp.Expression) -> frozenset[str]:
+    """Return the column names an expression reads (``meta.lang`` reads ``meta``)."""
+    return frozenset(c.parts[0].name for c in _columns(tree))
+
+
+def params_of(tree: exp.Expression) -> frozenset[str]:
+    """Return the ``:var`` names an expression uses."""
+    return frozenset(p.name for p in tree.find_all(exp.Placeholder))
+
+
+def _literal(value: Any) -> exp.Expression:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):  # BIGINT, as a column of integers read from JSON or Parquet
+        number = exp.Literal.number(value) if value >= 0 else exp.Neg(this=exp.Literal.number(-value))
+        return exp.Cast(this=number, to=exp.DataType.build("bigint"))
+    if isinstance(value, float):
+        text = repr(value) if math.isfinite(value) else ("NaN" if math.isnan(value) else ("-" if value < 0 else "") + "Infinity")
+        return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("double"))
+    return exp.Literal.string(str(value))
+
+
+def _bind(tree: exp.Expression, params: dict[str, Any] | None) -> exp.Expression:
+    params = params or {}
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Placeholder):
+            if node.name not in params:
+                raise KeyError(f"no value for ':{node.name}' (set it under vars)")
+            return exp.paren(_literal(params[node.name]), copy=False)
+        return node
+
+    return tree.copy().transform(swap, copy=False)
+
+
+def _slope_x(node: exp.Anonymous, default_x: str | None) -> list[exp.Expression]:
+    args = list(node.expressions)
+    if len(args) == 1:
+        if default_x is None:
+            raise ExprError("slope(y) needs an x (slope(y, x)) outside table.window_aggregate")
+        args.append(exp.column(default_x, quoted=True))
+    return args
+
+
+def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+        index = node.expressions[0]
+        if node.args.get("offset") == 1:  # element_at: NULL out of bounds (and for a missing map key)
+            return exp.Anonymous(this="try_element_at", expressions=[node.this, index])
+        if not (isinstance(index, exp.Literal) and index.is_string):  # arr[i]; m['key'] stays as it is
+            return exp.Anonymous(this="get", expressions=[node.this, index])
+    if isinstance(node, exp.Div):
+        return exp.Anonymous(this="try_divide", expressions=[node.this, node.expression])
+    if isinstance(node, exp.Mod):
+        return exp.Anonymous(this="try_mod", expressions=[node.this, node.expression])
+    if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) or isinstance(node, exp.TryCast) and not node.args.get("safe"):
+        return exp.TryCast(this=node.this, to=node.to, safe=True)
+    if isinstance(node, exp.Anonymous) and node.name.lower() in HELPERS:
+        return exp.Anonymous(this=HELPERS[node.name.lower()], expressions=_slope_x(node, default_x))
+    return node
+
+
+def spark_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:
+    """Return the expression as Spark SQL text, ``:var`` bound from ``params``.
+
+    Raises:
+        KeyError: a ``:var`` with no value in ``params``.
+    """
+    return _bind(tree, params).transform(lambda n: _to_spark(n, default_x), copy=False).sql(dialect="spark")
+
+
+def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:
+    """Return the expression as DuckDB SQL text with Spark's semantics (see ``dataflow.ops.table.duck``).
+
+    Raises:
+        KeyError: a ``:var`` with no value in ``params``.
+    """
+    from dataflow.ops.table.duck import to_duckdb
+
+    return to_duckdb(_bind(tree, params), default_x)
+
+
+def _check_expr(text: str) -> str:
+    parse(text)
+    return text
+
+
+def _check_agg(text: str) -> str:
+    parse_aggregation(text)
+    return text
+
+
+def _check_window_agg(text: str) -> str:
+    parse_aggregation(text, implicit_x=True)
+    return text
+
+
+class Expr(str):
+    """A Spark SQL scalar expression in a step's params; parsed when the params are validated."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        return core_schema.no_info_after_validator_function(_check_expr, core_schema.str_schema())
+
+
+class AggExpr(str):
+    """A Spark SQL aggregation (``count(*)``, ``sum(x)``, ``slope(y, x)``...) in a step's params."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        return core_schema.no_info_after_validator_function(_check_agg, core_schema.str_schema())
+
+
+class WindowAggExpr(str):
+    """An aggregation over a time window; ``slope(y)`` regresses y on the window's time column."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        return core_schema.no_info_after_validator_function(_check_window_agg, core_schema.str_schema())
