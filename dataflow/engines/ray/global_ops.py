@@ -1,6 +1,6 @@
 """Global ops on Ray: every one runs distributed through hash shuffles; no row reaches the driver.
 
-A table op that groups by keys (``table.aggregate``, ``table.window_aggregate``, ``table.dedup``,
+A table op that groups by keys (``table.aggregate``, ``table.window_aggregate``, ``table.window_columns``, ``table.dedup``,
 ``table.join``) is hash-partitioned on its keys (``shuffle.hash_shuffle``: one Ray Data
 ``groupby(partition).map_groups``), and the op's own Arrow implementation runs once per partition:
 all rows of a key meet in one partition, so the result is the op's, exactly. A join shuffles both
@@ -29,7 +29,7 @@ __all__ = ["PARTITIONED_OPS", "RAY_GLOBAL_OPS", "apply_global", "describe_shuffl
 
 
 #: Table ops run per hash partition of their ``keys`` param.
-PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.dedup", "table.join")
+PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.window_columns", "table.dedup", "table.join")
 
 
 def describe_shuffle(op: str, params: dict[str, Any]) -> str:

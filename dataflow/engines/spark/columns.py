@@ -51,6 +51,8 @@ def _text(sql: str) -> str:
 
 _FUNCS = {
     "concat": lambda a: f"concat({', '.join(_text(x) for x in a)})",
+    # try_: an unreadable time is NULL (as off ANSI mode), never a failed task.
+    "unix_timestamp": lambda a: f"unix_timestamp(try_to_timestamp({_text(a[0])}, {a[1]}))",
     "power": lambda a: f"power(CAST({a[0]} AS DOUBLE), CAST({a[1]} AS DOUBLE))",
 }
 _PLAIN_FUNCS = {"abs", "ceil", "coalesce", "exp", "floor", "greatest", "least", "length", "ln", "lower", "sqrt", "trim", "upper"}
@@ -131,6 +133,7 @@ def to_column(node: E.Node, params: dict[str, Any] | None = None) -> Column:
 
 
 _AGGREGATES = {"sum": "sum", "mean": "avg", "min": "min", "max": "max", "stddev": "stddev_samp"}
+_PAIRED = {"slope": "regr_slope", "regr_count": "regr_count", "regr_sxx": "regr_sxx", "regr_sxy": "regr_sxy", "regr_syy": "regr_syy"}
 
 
 def aggregate_sql(agg: E.Aggregation, params: dict[str, Any], default_x: str | None = None) -> str:
@@ -138,9 +141,11 @@ def aggregate_sql(agg: E.Aggregation, params: dict[str, Any], default_x: str | N
     if agg.func == "count":
         return "count(1)" if agg.arg is None else f"count({to_sql(agg.arg, params)})"
     arg = to_sql(agg.arg, params)
-    if agg.func == "slope":
+    if agg.func in _PAIRED:
         x = to_sql(agg.x, params) if agg.x is not None else sql_name(default_x)
-        return f"regr_slope(CAST({arg} AS DOUBLE), CAST({x} AS DOUBLE))"
+        return f"{_PAIRED[agg.func]}(CAST({arg} AS DOUBLE), CAST({x} AS DOUBLE))"
+    if agg.func == "percentile_approx":
+        return f"percentile_approx({arg}, {agg.fraction!r}D)"
     return f"{_AGGREGATES[agg.func]}({arg})"
 
 

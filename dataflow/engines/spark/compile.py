@@ -27,9 +27,10 @@ LOWERED: dict[str, str] = {
     "table.filter_rows": "where(<SQL expression as a Column>)",
     "table.join": "join(<named source>, keys, how)",
     "table.parse_json": "from_json(<declared schema>) with a corrupt-record column; bad rows -> _errors/",
-    "table.parse_regex": "rlike + regexp_extract per named group",
+    "table.parse_regex": "rlike + regexp_extract per named group (the first matching pattern of several)",
     "table.select": "select(columns, __source__)",
     "table.window_aggregate": "window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)",
+    "table.window_columns": "f(...) over (partition by keys [order by order_by, __source__]) per column",
     "table.with_columns": "withColumn per name (SQL expressions as Columns)",
 }
 _READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parquet", "text": "text"}

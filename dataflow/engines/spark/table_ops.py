@@ -22,7 +22,7 @@ from dataflow.engines.spark.compile import SparkStep
 from dataflow.ops.table import expr as E
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
-from dataflow.ops.table.parse_regex import java_pattern
+from dataflow.ops.table.parse_regex import group_names, java_pattern, named_patterns
 from dataflow.ops.table.types import SPARK_TYPES
 
 __all__ = ["BAD", "LOWERINGS", "Checked"]
@@ -114,14 +114,28 @@ def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
 
 
 def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
-    column, mode = step.params["column"], step.params["on_mismatch"]
-    pattern, groups = java_pattern(step.params["pattern"])
+    column, mode, pattern = step.params["column"], step.params["on_mismatch"], step.params["pattern"]
     text = col(column)
-    matched = text.rlike(pattern) & text.isNotNull()
+    tried = [(name, *java_pattern(regex)) for name, regex in named_patterns(pattern).items()]
+    hits = [text.rlike(regex) & text.isNotNull() for _, regex, _ in tried]
+    matched = reduce(operator.or_, hits)
     if mode == "drop":
         df = df.where(matched)
-    values = {name: F.regexp_extract(text, pattern, index) for name, index in groups.items()}
-    df = df.withColumns({name: F.when(matched & (v != ""), v) for name, v in values.items()})
+
+    def first_match(values: list[Column]) -> Column:
+        out = None
+        for hit, value in zip(hits, values):
+            out = F.when(hit, value) if out is None else out.when(hit, value)
+        return out
+
+    columns = {}
+    for group in group_names(pattern):
+        values = [F.regexp_extract(text, regex, groups[group]) if group in groups else F.lit(None).cast("string") for _, regex, groups in tried]
+        value = first_match(values)
+        columns[group] = F.when(value != "", value)
+    if isinstance(pattern, dict):
+        columns[step.params["pattern_column"]] = first_match([F.lit(name) for name, _, _ in tried])
+    df = df.withColumns(columns)
     if mode != "error":
         return df
     df = df.withColumn(BAD, ~F.coalesce(matched, F.lit(False)))
@@ -185,6 +199,25 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
     return out.select(*[col(k) for k in keys], "window_start", "window_end", *[col(n) for n in parsed], *([SOURCE] if SOURCE in out.columns else []))
 
 
+def _window_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    p = step.params
+    keys, order_by = [col(k) for k in p.get("keys") or []], p.get("order_by")
+    whole = Window.partitionBy(*keys)
+    order = [col(order_by).asc_nulls_first()] if order_by is not None else []
+    ordered = whole.orderBy(*order, *([col(SOURCE).asc_nulls_first()] if SOURCE in df.columns else []))
+    columns: dict[str, Column] = {}
+    for name, text in p["columns"].items():
+        agg = E.parse_window(text)
+        if agg.func == "row_number":
+            columns[name] = F.row_number().over(ordered)
+        elif agg.func in ("lag", "lead"):
+            shift = F.lag if agg.func == "lag" else F.lead
+            columns[name] = shift(to_column(agg.arg, _vars(step)), agg.offset).over(ordered)
+        else:
+            columns[name] = aggregate_column(agg, _vars(step)).over(whole)
+    return df.withColumns(columns)
+
+
 _HOW = {"inner": "inner", "left": "left", "right": "right", "full": "full", "semi": "left_semi", "anti": "left_anti"}
 
 
@@ -226,5 +259,6 @@ LOWERINGS: dict[str, Lowering] = {
     "table.parse_regex": _parse_regex,
     "table.select": _select,
     "table.window_aggregate": _window_aggregate,
+    "table.window_columns": _window_columns,
     "table.with_columns": _with_columns,
 }

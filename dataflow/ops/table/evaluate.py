@@ -5,6 +5,7 @@ form cannot tell them apart), so a float NaN read from a column counts as null h
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 
 from dataflow.ops.table import expr as E
 from dataflow.ops.table.casting import try_cast
+from dataflow.ops.table.types import strptime_format
 
 __all__ = ["column", "evaluate", "evaluate_mask"]
 
@@ -143,6 +145,21 @@ def _string(x: pa.Array, fn) -> pa.Array:
     return fn(x)
 
 
+def _unix_timestamp(text: pa.Array, fmt: str) -> pa.Array:
+    """Seconds since the epoch of each string read with ``fmt``; a time without an offset is UTC; unreadable: null."""
+    directives = strptime_format(fmt)
+    out = []
+    for value in _string(text, lambda s: s).to_pylist():
+        try:
+            stamp = datetime.strptime(value, directives) if value is not None else None
+        except ValueError:
+            stamp = None
+        if stamp is not None and stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=timezone.utc)
+        out.append(int(stamp.timestamp()) if stamp is not None else None)
+    return pa.array(out, pa.int64())
+
+
 def _call(name: str, args: list[pa.Array]) -> pa.Array:
     if name == "abs":
         return pc.abs_checked(args[0])
@@ -177,6 +194,8 @@ def _call(name: str, args: list[pa.Array]) -> pa.Array:
     if name == "concat":
         parts = [a if pa.types.is_string(a.type) else try_cast(a, "string") for a in args]
         return pc.binary_join_element_wise(*parts, "", null_handling="emit_null")
+    if name == "unix_timestamp":
+        return _unix_timestamp(args[0], args[1][0].as_py() if len(args[1]) else "")
     raise KeyError(name)
 
 

@@ -25,10 +25,11 @@ from typing import Any, Union
 
 from pydantic_core import core_schema
 
-from dataflow.ops.table.types import normalize_type
+from dataflow.ops.table.types import normalize_type, strptime_format
 
 __all__ = [
     "AGGREGATES",
+    "PAIRED",
     "FUNCTIONS",
     "AggExpr",
     "Aggregation",
@@ -47,23 +48,34 @@ __all__ = [
     "Node",
     "Param",
     "Unary",
+    "WINDOW_FUNCTIONS",
     "WindowAggExpr",
+    "WindowExpr",
     "columns_of",
     "params_of",
     "parse",
     "parse_aggregation",
+    "parse_window",
 ]
 
 #: Scalar functions: name -> (fewest, most) arguments (None: any number).
 FUNCTIONS: dict[str, tuple[int, int | None]] = {
     "abs": (1, 1), "ceil": (1, 1), "coalesce": (1, None), "concat": (1, None), "exp": (1, 1), "floor": (1, 1),
     "greatest": (2, None), "least": (2, None), "length": (1, 1), "ln": (1, 1), "lower": (1, 1), "power": (2, 2),
-    "round": (1, 2), "sqrt": (1, 1), "trim": (1, 1), "upper": (1, 1),
+    "round": (1, 2), "sqrt": (1, 1), "trim": (1, 1), "unix_timestamp": (2, 2), "upper": (1, 1),
 }
 #: Aggregate functions (only as the whole of an aggregation): name -> (fewest, most) arguments.
 AGGREGATES: dict[str, tuple[int, int]] = {
-    "avg": (1, 1), "count": (1, 1), "max": (1, 1), "mean": (1, 1), "min": (1, 1), "slope": (1, 2), "stddev": (1, 1), "sum": (1, 1),
+    "avg": (1, 1), "count": (1, 1), "max": (1, 1), "mean": (1, 1), "min": (1, 1), "percentile_approx": (2, 2),
+    "regr_count": (2, 2), "regr_slope": (2, 2), "regr_sxx": (2, 2), "regr_sxy": (2, 2), "regr_syy": (2, 2),
+    "slope": (1, 2), "stddev": (1, 1), "stddev_samp": (1, 1), "sum": (1, 1),
 }
+#: Window functions over ordered rows (``table.window_columns``): name -> (fewest, most) arguments.
+WINDOW_FUNCTIONS: dict[str, tuple[int, int]] = {"lag": (1, 2), "lead": (1, 2), "row_number": (0, 0)}
+#: Spark's names -> the one name each aggregate is computed under.
+_AGG_ALIASES = {"avg": "mean", "regr_slope": "slope", "stddev_samp": "stddev"}
+#: Aggregates of (y, x) pairs, Spark's ``regr_*`` family: rows where either is null are skipped.
+PAIRED = frozenset({"slope", "regr_count", "regr_sxx", "regr_sxy", "regr_syy"})
 _KEYWORDS = {"and", "or", "not", "is", "null", "true", "false", "in", "between", "like", "case", "when", "then", "else", "end", "cast", "as"}
 _TOKEN_RE = re.compile(
     r"\s*(?:(?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d+)"
@@ -160,11 +172,14 @@ Node = Union[Lit, Col, Param, Unary, Binary, IsNull, InList, Between, Like, Case
 
 @dataclass(frozen=True)
 class Aggregation:
-    """One aggregate: ``func(arg)`` (``arg`` None for ``count(*)``), plus ``x`` for ``slope(y, x)``."""
+    """One aggregate: ``func(arg)`` (``arg`` None for ``count(*)``), plus ``x`` for ``slope(y, x)`` and the
+    ``regr_*`` family, and the ``fraction`` of ``percentile_approx(arg, fraction)``."""
 
     func: str
     arg: Node | None
     x: Node | None = None
+    fraction: float | None = None
+    offset: int = 1  # rows back (lag) or ahead (lead)
 
 
 class _Parser:
@@ -401,6 +416,12 @@ def _check_scalar(node: Node, text: str) -> None:
             if len(n.args) < low or (high is not None and len(n.args) > high):
                 want = f"{low}" if low == high else (f"at least {low}" if high is None else f"{low} to {high}")
                 raise ExprError(f"function '{n.name}' takes {want} argument(s), got {len(n.args)} in {text!r}")
+            if n.name == "unix_timestamp":
+                fmt = n.args[1]
+                try:
+                    strptime_format(fmt.value if isinstance(fmt, Lit) and isinstance(fmt.value, str) else None)
+                except ValueError as exc:
+                    raise ExprError(f"unix_timestamp: {exc} in {text!r}") from exc
         if isinstance(n, Star):
             raise ExprError(f"'*' is only allowed in count(*) in {text!r}")
 
@@ -430,7 +451,7 @@ def parse_aggregation(text: str, *, implicit_x: bool = False) -> Aggregation:
     expected = ", ".join(f"{a}(...)" for a in sorted(AGGREGATES))
     if not isinstance(node, Func) or node.name not in AGGREGATES:
         raise ExprError(f"an aggregation must be one call of {expected}, got {text!r}")
-    name = "mean" if node.name == "avg" else node.name
+    name = _AGG_ALIASES.get(node.name, node.name)
     low, high = AGGREGATES[node.name]
     if name == "slope" and not implicit_x:
         low = 2
@@ -440,9 +461,40 @@ def parse_aggregation(text: str, *, implicit_x: bool = False) -> Aggregation:
     args = list(node.args)
     if isinstance(args[0], Star):  # the parser makes a Star only inside count(...)
         return Aggregation("count", None)
+    if name == "percentile_approx":
+        p = args[1]
+        if not (isinstance(p, Lit) and isinstance(p.value, (int, float)) and not isinstance(p.value, bool) and 0 <= p.value <= 1):
+            raise ExprError(f"percentile_approx takes a number between 0 and 1 as its second argument in {text!r}")
+        _check_scalar(args[0], str(text))
+        return Aggregation(name, args[0], fraction=float(p.value))
     for a in args:
         _check_scalar(a, str(text))
     return Aggregation(name, args[0], args[1] if len(args) > 1 else None)
+
+
+def parse_window(text: str) -> Aggregation:
+    """Parse a window function: an aggregation (over the whole partition), ``lag(x[, n])``,
+    ``lead(x[, n])`` (n a positive integer literal, default 1) or ``row_number()``.
+
+    Raises:
+        ExprError: not one such call over scalar arguments.
+    """
+    node = _Parser(str(text)).parse()
+    if not isinstance(node, Func) or node.name not in WINDOW_FUNCTIONS:
+        try:
+            return parse_aggregation(text)
+        except ExprError as exc:
+            raise ExprError(f"{exc}; or one of lag(x[, n]), lead(x[, n]), row_number()") from exc
+    low, high = WINDOW_FUNCTIONS[node.name]
+    if not low <= len(node.args) <= high:
+        raise ExprError(f"'{node.name}' takes {low} to {high} argument(s), got {len(node.args)} in {text!r}")
+    if node.name == "row_number":
+        return Aggregation("row_number", None)
+    offset = node.args[1] if len(node.args) > 1 else Lit(1)
+    if not (isinstance(offset, Lit) and isinstance(offset.value, int) and not isinstance(offset.value, bool) and offset.value > 0):
+        raise ExprError(f"'{node.name}' takes a positive integer literal as its offset in {text!r}")
+    _check_scalar(node.args[0], str(text))
+    return Aggregation(node.name, node.args[0], offset=offset.value)
 
 
 def columns_of(node: Node | Aggregation) -> frozenset[str]:
@@ -472,6 +524,19 @@ def _check_agg(text: str) -> str:
 def _check_window_agg(text: str) -> str:
     parse_aggregation(text, implicit_x=True)
     return text
+
+
+def _check_window(text: str) -> str:
+    parse_window(text)
+    return text
+
+
+class WindowExpr(str):
+    """A window function in a step's params: an aggregation, ``lag``, ``lead`` or ``row_number``."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        return core_schema.no_info_after_validator_function(_check_window, core_schema.str_schema())
 
 
 class Expr(str):

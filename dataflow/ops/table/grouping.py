@@ -3,7 +3,9 @@
 ``count(*)`` counts rows, ``count(x)`` non-null values; ``sum``/``min``/``max`` of no values are
 null; ``mean`` is a double; ``stddev`` is the sample standard deviation (null below two values);
 ``slope(y, x)`` is the least-squares slope of y over x (Spark's ``regr_slope``: rows where either
-is null are skipped; null below two points or when x does not vary). The output ``__source__`` of a
+is null are skipped; null below two points or when x does not vary); ``regr_count``, ``regr_sxx``,
+``regr_syy`` and ``regr_sxy`` are its pair count and centred sums (null without a pair);
+``percentile_approx(x, p)`` is the value at rank ``ceil(p * n)``, exact below 10,000 values. The output ``__source__`` of a
 group is the smallest ``__source__`` in it, so both engines agree on it.
 """
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pyarrow.compute as pc
 
 from dataflow.columns import SOURCE
 from dataflow.ops.table.evaluate import column, evaluate
-from dataflow.ops.table.expr import Aggregation, Col
+from dataflow.ops.table.expr import PAIRED, Aggregation, Col
 
 __all__ = ["aggregate_table", "group_ids"]
 
@@ -33,20 +35,41 @@ def group_ids(table: pa.Table, keys: list[str]) -> tuple[pa.Table, np.ndarray]:
     return groups.select(keys), gid
 
 
-def _slope(y: pa.Array, x: pa.Array, gid: np.ndarray, n_groups: int) -> pa.Array:
+def _paired(func: str, y: pa.Array, x: pa.Array, gid: np.ndarray, n_groups: int) -> pa.Array:
+    """Spark's ``regr_*`` over (y, x) pairs where both are set: slope, count, sxx, syy or sxy."""
     both = np.asarray(pc.and_(pc.is_valid(y), pc.is_valid(x)).to_numpy(zero_copy_only=False), dtype=bool)
     yv = np.asarray(y.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))[both]
     xv = np.asarray(x.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))[both]
     g = gid[both]
     n = np.bincount(g, minlength=n_groups).astype(np.float64)
+    if func == "regr_count":
+        return pa.array(n.astype(np.int64), pa.int64())
     with np.errstate(invalid="ignore", divide="ignore"):
         mx = np.bincount(g, weights=xv, minlength=n_groups) / n
         my = np.bincount(g, weights=yv, minlength=n_groups) / n
         dx, dy = xv - mx[g], yv - my[g]
+        sums = {"regr_sxx": (dx, dx), "regr_syy": (dy, dy), "regr_sxy": (dx, dy), "slope": (dx, dy)}
+        a, b = sums[func]
+        value = np.bincount(g, weights=a * b, minlength=n_groups)
+        if func != "slope":
+            return pa.array(value, pa.float64(), mask=n < 1)
         sxx = np.bincount(g, weights=dx * dx, minlength=n_groups)
-        sxy = np.bincount(g, weights=dx * dy, minlength=n_groups)
-        slope = sxy / sxx
-    return pa.array(slope, pa.float64(), mask=(n < 2) | ~(sxx > 0))
+        return pa.array(value / sxx, pa.float64(), mask=(n < 2) | ~(sxx > 0))
+
+
+def _percentile(values: pa.Array, fraction: float, gid: np.ndarray, n_groups: int) -> pa.Array:
+    """Spark's ``percentile_approx`` where it is exact (groups below its 10,000 accuracy): the value at
+    rank ``ceil(fraction * n)`` of the group's sorted non-null values (the first for 0)."""
+    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    v = np.asarray(values.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))[valid]
+    g = gid[valid]
+    order = np.lexsort((v, g))
+    n = np.bincount(g, minlength=n_groups)
+    starts = np.concatenate([[0], np.cumsum(n)[:-1]])
+    rank = np.maximum(np.ceil(fraction * n).astype(np.int64) - 1, 0)
+    pick = np.where(n > 0, starts + np.minimum(rank, np.maximum(n - 1, 0)), 0)
+    out = pa.array(v[order][pick] if len(v) else np.zeros(n_groups), pa.float64(), mask=n == 0)
+    return out if pa.types.is_floating(values.type) or pa.types.is_null(values.type) else out.cast(values.type)
 
 
 def _argument(agg: Aggregation, table: pa.Table, params: dict[str, Any]) -> pa.Array:
@@ -81,9 +104,11 @@ def aggregate_table(
     for i, (name, agg) in enumerate(aggregations.items()):
         if agg.func == "count" and agg.arg is None:
             specs.append(([], "count_all", None, name))
-        elif agg.func == "slope":
-            x = _argument(Aggregation("slope", agg.x), table, params) if agg.x is not None else column(table, default_x)
-            later[name] = _slope(_argument(agg, table, params), x, gid, n_groups)
+        elif agg.func in PAIRED:
+            x = _argument(Aggregation(agg.func, agg.x), table, params) if agg.x is not None else column(table, default_x)
+            later[name] = _paired(agg.func, _argument(agg, table, params), x, gid, n_groups)
+        elif agg.func == "percentile_approx":
+            later[name] = _percentile(_argument(agg, table, params), agg.fraction, gid, n_groups)
         else:
             work[f"__a{i}"] = _argument(agg, table, params)
             if agg.func == "count":
