@@ -68,8 +68,16 @@ def test_type_errors_name_the_types():
         (["12.0", "1.5d", "inf", "1_000", "", "-.5", "1e400"], "double", [12.0, 1.5, math.inf, None, None, -0.5, math.inf]),
         (["TRUE", " yes ", "T", "x", "0"], "boolean", [True, True, True, None, False]),
         ([1.5, -1.5, 1e20, None], "long", [1, -1, None, None]),
+        ([-10.0, 2.35, 1e-4, -0.0, 12345678.5, None], "string", ["-10.0", "2.35", "1.0E-4", "-0.0", "1.23456785E7", None]),
     ],
-    ids=["string-to-int", "string-to-double", "string-to-boolean", "double-to-long"],
+    ids=["string-to-int", "string-to-double", "string-to-boolean", "double-to-long", "double-to-string-as-java"],
 )
 def test_try_cast_follows_spark(values, target, expected):
     assert try_cast(pa.array(values), target).to_pylist() == expected
+
+
+def test_unix_timestamp_reads_spark_patterns_utc_by_default_and_null_when_unreadable():
+    t = pa.table({"t": ["2026-01-01T01:00:05+01:00", "2026-01-01T00:00:05Z", "garbage", None]})
+    iso = "unix_timestamp(t, 'yyyy-MM-dd''T''HH:mm:ssX')"
+    assert evaluate(parse(iso), t).to_pylist() == [1767225605, 1767225605, None, None]
+    assert evaluate(parse("unix_timestamp('2026-01-02 03:04:05', 'yyyy-MM-dd HH:mm:ss')"), t).to_pylist() == [1767323045] * 4

@@ -5,6 +5,7 @@ import pydantic
 import pytest
 
 from dataflow.ops.table import expr as E
+from dataflow.ops.table.expr import ExprError, parse, parse_aggregation, parse_window
 
 
 def test_precedence_follows_sql_and_not_binds_tighter_than_and():
@@ -82,3 +83,34 @@ def test_expression_params_are_checked_when_validated():
         model(where="nope(a)")
     with pytest.raises(pydantic.ValidationError, match="must be one call of"):
         model(where="a", agg="a + 1")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [("percentile_approx(rx, 1.5)", "between 0 and 1"), ("percentile_approx(rx, p)", "between 0 and 1"), ("regr_slope(rx)", "takes 2")],
+    ids=["fraction-above-1", "fraction-not-literal", "regr-needs-x"],
+)
+def test_spark_aggregates_check_their_arguments(text, message):
+    with pytest.raises(ExprError, match=message):
+        parse_aggregation(text)
+
+
+def test_spark_aggregate_names_map_to_one_computation():
+    assert parse_aggregation("regr_slope(rx, ts)").func == "slope" and parse_aggregation("stddev_samp(rx)").func == "stddev"
+    assert parse_aggregation("percentile_approx(rx, 0.5)").fraction == 0.5
+
+
+def test_window_functions_take_positive_literal_offsets():
+    assert parse_window("lag(rx, 2)").offset == 2 and parse_window("lead(rx)").offset == 1
+    assert parse_window("row_number()").func == "row_number" and parse_window("max(ts)").func == "max"
+    with pytest.raises(ExprError, match="positive integer literal"):
+        parse_window("lag(rx, 0)")
+    with pytest.raises(ExprError, match="lag"):
+        parse_window("rx + 1")
+
+
+def test_unix_timestamp_needs_a_supported_literal_format():
+    with pytest.raises(ExprError, match="string literal"):
+        parse("unix_timestamp(t, fmt)")
+    with pytest.raises(ExprError, match="pattern letter 'E'"):
+        parse("unix_timestamp(t, 'EEE yyyy')")
