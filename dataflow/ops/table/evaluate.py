@@ -187,6 +187,8 @@ def _call(name: str, args: list[pa.Array]) -> pa.Array:
         return _string(args[0], lambda s: pc.utf8_trim(s, characters=" "))
     if name == "coalesce":
         return pc.coalesce(*_unify(args))
+    if name in ("greatest", "least") and all(pa.types.is_null(a.type) for a in args):
+        return pa.nulls(len(args[0]))
     if name == "greatest":
         return pc.max_element_wise(*_unify(args), skip_nulls=True)
     if name == "least":

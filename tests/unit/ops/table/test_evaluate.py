@@ -81,3 +81,8 @@ def test_unix_timestamp_reads_spark_patterns_utc_by_default_and_null_when_unread
     iso = "unix_timestamp(t, 'yyyy-MM-dd''T''HH:mm:ssX')"
     assert evaluate(parse(iso), t).to_pylist() == [1767225605, 1767225605, None, None]
     assert evaluate(parse("unix_timestamp('2026-01-02 03:04:05', 'yyyy-MM-dd HH:mm:ss')"), t).to_pylist() == [1767323045] * 4
+
+
+def test_greatest_and_least_of_untyped_nulls_are_null():
+    t = pa.table({"n": pa.nulls(2)})
+    assert evaluate(parse("greatest(n, n)"), t).to_pylist() == [None, None] == evaluate(parse("least(n, NULL)"), t).to_pylist()
