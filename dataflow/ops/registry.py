@@ -24,7 +24,7 @@ BUILTIN_OPS = (
     "image.decode", "image.dedup_phash", "image.embed", "image.encode", "image.filter_aspect_ratio", "image.filter_blur",
     "image.filter_nsfw", "image.filter_size", "image.phash", "image.resize",
     "table.aggregate", "table.cast", "table.dedup", "table.filter_rows", "table.join", "table.parse_json", "table.parse_regex",
-    "table.select", "table.window_aggregate", "table.with_columns",
+    "table.select", "table.window_aggregate", "table.window_columns", "table.with_columns",
     "text.dedup_exact", "text.dedup_minhash", "text.dedup_semantic", "text.detect_language", "text.embed", "text.filter_length",
     "text.filter_quality", "text.normalize", "text.redact_pii",
 )

@@ -37,7 +37,7 @@ def _kinds(annotation) -> set[type]:
 def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[str]]:
     """Columns a step's params read, and the ``:var`` markers they use.
 
-    Params typed ``ColumnName`` name a column; ``Expr``/``AggExpr``/``WindowAggExpr`` values are
+    Params typed ``ColumnName`` name a column; ``Expr``/``AggExpr``/``WindowAggExpr``/``WindowExpr`` values are
     parsed. In a ``dict[name, Expr]`` (``table.with_columns``) an expression may also read the
     names defined before it.
     """
@@ -53,13 +53,16 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
         if ColumnName in kinds:
             names = list(value) if isinstance(value, (list, tuple, dict)) else [value]
             columns |= {str(n) for n in names}
-        exprs = kinds & {E.Expr, E.AggExpr, E.WindowAggExpr}
+        exprs = kinds & {E.Expr, E.AggExpr, E.WindowAggExpr, E.WindowExpr}
         if not exprs:
             continue
         texts = list(value.items()) if isinstance(value, dict) else [(None, value)]
         defined: set[str] = set()
         for out_name, text in texts:
-            node = E.parse(text) if E.Expr in exprs else E.parse_aggregation(text, implicit_x=E.WindowAggExpr in exprs)
+            if E.WindowExpr in exprs:
+                node = E.parse_window(text)
+            else:
+                node = E.parse(text) if E.Expr in exprs else E.parse_aggregation(text, implicit_x=E.WindowAggExpr in exprs)
             columns |= set(E.columns_of(node)) - defined
             markers |= E.params_of(node)
             if out_name is not None and E.Expr in exprs:

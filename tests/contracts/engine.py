@@ -248,6 +248,18 @@ CASES: dict[str, Case] = {
         ],
         lambda d: [(f"{d.syslog}#line=3", "table.parse_regex", "ValueError")],
     ),
+    "parse_regex_named_patterns": Case(
+        "syslog",
+        [{"op": "table.parse_regex", "params": {"on_mismatch": "null", "pattern_column": "vendor", "pattern": {
+            "updown": r"(?P<host>\S+) %LINK-\d-(?P<event>[A-Z]+):.*Interface (?P<port>\S+)",
+            "crc": r"(?P<host>\S+) %CRC-\d-(?P<event>[A-Z]+): port (?P<port>\S+) (?P<what>\w+)"}}}],
+        lambda d: [
+            {"__source__": f"{d.syslog}#line=1", "text": SYSLOG_LINES[0], "host": "sw1", "event": "UPDOWN", "port": "Eth1/1", "what": None, "vendor": "updown"},
+            {"__source__": f"{d.syslog}#line=2", "text": SYSLOG_LINES[1], "host": None, "event": None, "port": None, "what": None, "vendor": None},
+            {"__source__": f"{d.syslog}#line=3", "text": SYSLOG_LINES[2], "host": None, "event": None, "port": None, "what": None, "vendor": None},
+            {"__source__": f"{d.syslog}#line=4", "text": SYSLOG_LINES[3], "host": "sw1", "event": "ALARM", "port": "Eth1/7", "what": "crc", "vendor": "crc"},
+        ],
+    ),
     "parse_regex_drop": Case(
         "syslog",
         [{"op": "table.parse_regex", "params": {"pattern": r"-(?P<event>[A-Z_]+): .*port (?P<port>\S+)", "on_mismatch": "drop"}}],
@@ -282,6 +294,43 @@ CASES: dict[str, Case] = {
         "links",
         [{"op": "table.aggregate", "params": {"aggregations": {"n": "count(*)", "s": "sum(crc * 2)"}}}],
         lambda d: [{"n": 6, "s": 36, "__source__": f"{d.links}#row=0"}],
+    ),
+    "aggregate_regression_and_percentiles": Case(
+        "links",
+        [{"op": "table.aggregate", "params": {"keys": ["link"], "aggregations": {
+            "n": "regr_count(rx, ts)", "sxx": "regr_sxx(rx, ts)", "syy": "regr_syy(rx, ts)", "sxy": "regr_sxy(rx, ts)",
+            "sl": "regr_slope(rx, ts)", "med": "percentile_approx(rx, 0.5)", "p90": "percentile_approx(crc, 0.9)", "sd": "stddev_samp(rx)"}}}],
+        lambda d: [
+            {"link": "a", "n": 3, "sxx": 6_480_000.0, "syy": 0.5, "sxy": -1800.0, "sl": -0.5 / 1800, "med": -3.5, "p90": 2, "sd": 0.5, "__source__": f"{d.links}#row=0"},
+            {"link": "b", "n": 1, "sxx": 0.0, "syy": 0.0, "sxy": 0.0, "sl": None, "med": -2.0, "p90": 5, "sd": None, "__source__": f"{d.links}#row=3"},
+            {"link": "c", "n": 1, "sxx": 0.0, "syy": 0.0, "sxy": 0.0, "sl": None, "med": -10.0, "p90": 10, "sd": None, "__source__": f"{d.links}#row=5"},
+        ],
+    ),
+    "window_columns": Case(
+        "links",
+        [{"op": "table.window_columns", "params": {"keys": ["link"], "order_by": "ts", "columns": {
+            "last": "max(ts)", "prev": "lag(rx)", "nxt": "lead(crc, 1)", "back2": "lag(ts, 2)", "rn": "row_number()", "med": "percentile_approx(rx, 0.5)"}}}],
+        lambda d: [d.row(i, **e) for i, e in enumerate([
+            dict(last=3600, prev=None, nxt=2, back2=None, rn=1, med=-3.5), dict(last=3600, prev=-3.0, nxt=None, back2=None, rn=2, med=-3.5),
+            dict(last=3600, prev=-3.5, nxt=None, back2=0, rn=3, med=-3.5), dict(last=3600, prev=None, nxt=5, back2=None, rn=1, med=-2.0),
+            dict(last=3600, prev=-2.0, nxt=None, back2=None, rn=2, med=-2.0), dict(last=7200, prev=None, nxt=None, back2=None, rn=1, med=-10.0),
+        ])],
+    ),
+    "window_columns_all_rows": Case(
+        "links",
+        [{"op": "table.window_columns", "params": {"columns": {"n": "count(*)", "hi": "max(rx)"}}}],
+        lambda d: [d.row(i, n=6, hi=-2.0) for i in range(len(LINKS))],
+    ),
+    "unix_timestamp_and_double_text": Case(
+        "links",
+        [{"op": "table.with_columns", "params": {"columns": {
+            "t": "unix_timestamp(CASE WHEN link = 'a' THEN '2026-01-01T01:00:05+01:00' ELSE state END, 'yyyy-MM-dd''T''HH:mm:ssXXX')",
+            "u": "unix_timestamp('2026-01-02 03:04:05', 'yyyy-MM-dd HH:mm:ss')",
+            "s": "cast(rx AS string)", "e": "cast(rx / 10000 AS string)"}}}],
+        lambda d: [d.row(i, t=1767225605 if LINKS[i]["link"] == "a" else None, u=1767323045,
+                         s=None if LINKS[i]["rx"] is None else repr(LINKS[i]["rx"]),
+                         e={-3.0: "-3.0E-4", -3.5: "-3.5E-4", -4.0: "-4.0E-4", -2.0: "-2.0E-4", -10.0: "-0.001", None: None}[LINKS[i]["rx"]])
+                   for i in range(len(LINKS))],
     ),
     "window_sliding": Case(
         "links",

@@ -38,8 +38,9 @@ LOWERINGS: dict[str, Lowering] = {
     "table.filter_rows": Lowering("where(<SQL expression as a Column>)", _fn("filter_rows")),
     "table.join": Lowering("join(<named source>, keys, how)", _fn("join")),
     "table.parse_json": Lowering("from_json(<declared schema>) with a corrupt-record column; bad rows -> _errors/", _fn("parse_json")),
-    "table.parse_regex": Lowering("rlike + regexp_extract per named group", _fn("parse_regex")),
+    "table.parse_regex": Lowering("rlike + regexp_extract per named group (the first matching pattern of several)", _fn("parse_regex")),
     "table.select": Lowering("select(columns, __source__)", _fn("select")),
     "table.window_aggregate": Lowering("window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)", _fn("window_aggregate")),
+    "table.window_columns": Lowering("f(...) over (partition by keys [order by order_by, __source__]) per column", _fn("window_columns")),
     "table.with_columns": Lowering("withColumn per name (SQL expressions as Columns)", _fn("with_columns")),
 }

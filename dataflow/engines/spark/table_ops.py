@@ -21,9 +21,10 @@ from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.engines.spark.compile import SparkStep
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
-from dataflow.ops.table.parse_regex import java_pattern
-from dataflow.ops.table.sql import columns_of, parse, parse_aggregation, spark_sql
+from dataflow.ops.table.parse_regex import group_names, java_pattern, named_patterns
+from dataflow.ops.table.sql import ORDERED_WINDOW, columns_of, parse, parse_aggregation, parse_window, spark_sql
 from dataflow.ops.table.types import SPARK_TYPES
+from dataflow.ops.table.window_columns import window_spec
 
 __all__ = ["BAD", "Checked"]
 
@@ -112,14 +113,28 @@ def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
 
 
 def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
-    column, mode = step.params["column"], step.params["on_mismatch"]
-    pattern, groups = java_pattern(step.params["pattern"])
+    column, mode, pattern = step.params["column"], step.params["on_mismatch"], step.params["pattern"]
     text = col(column)
-    matched = text.rlike(pattern) & text.isNotNull()
+    tried = [(name, *java_pattern(regex)) for name, regex in named_patterns(pattern).items()]
+    hits = [text.rlike(regex) & text.isNotNull() for _, regex, _ in tried]
+    matched = reduce(operator.or_, hits)
     if mode == "drop":
         df = df.where(matched)
-    values = {name: F.regexp_extract(text, pattern, index) for name, index in groups.items()}
-    df = df.withColumns({name: F.when(matched & (v != ""), v) for name, v in values.items()})
+
+    def first_match(values: list[Column]) -> Column:
+        out = None
+        for hit, value in zip(hits, values):
+            out = F.when(hit, value) if out is None else out.when(hit, value)
+        return out
+
+    columns = {}
+    for group in group_names(pattern):
+        values = [F.regexp_extract(text, regex, groups[group]) if group in groups else F.lit(None).cast("string") for _, regex, groups in tried]
+        value = first_match(values)
+        columns[group] = F.when(value != "", value)
+    if isinstance(pattern, dict):
+        columns[step.params["pattern_column"]] = first_match([F.lit(name) for name, _, _ in tried])
+    df = df.withColumns(columns)
     if mode != "error":
         return df
     df = df.withColumn(BAD, ~F.coalesce(matched, F.lit(False)))
@@ -181,6 +196,17 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
     if slide < size and SOURCE in out.columns:
         out = out.withColumn(SOURCE, F.concat(col(SOURCE), F.lit("#window="), F.col("window_start").cast("string")))
     return out.select(*[col(k) for k in keys], "window_start", "window_end", *[col(n) for n in parsed], *([SOURCE] if SOURCE in out.columns else []))
+
+
+def _window_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
+    p = step.params
+    columns: dict[str, Column] = {}
+    for name, text in p["columns"].items():
+        tree = parse_window(text)
+        part, order = window_spec(list(p.get("keys") or []), p.get("order_by"), SOURCE in df.columns, isinstance(tree, ORDERED_WINDOW))
+        window = Window.partitionBy(*[col(k) for k in part]).orderBy(*[col(c).asc_nulls_first() for c in order])
+        columns[name] = F.expr(spark_sql(tree, _vars(step))).over(window if order else Window.partitionBy(*[col(k) for k in part]))
+    return df.withColumns(columns)
 
 
 _HOW = {"inner": "inner", "left": "left", "right": "right", "full": "full", "semi": "left_semi", "anti": "left_anti"}

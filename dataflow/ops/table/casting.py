@@ -2,7 +2,8 @@
 
 Strings are trimmed; integers take an optional sign and digits only; doubles take decimal and
 scientific forms, ``inf``/``infinity``/``nan`` in any case; booleans take t/true/y/yes/1 and
-f/false/n/no/0 in any case. Doubles cast to integers truncate toward zero. A value that cannot be
+f/false/n/no/0 in any case. Doubles cast to integers truncate toward zero, and to strings as Java
+writes them (``-10.0``, ``1.0E-4``). A value that cannot be
 cast becomes null; ``failed`` tells those apart from nulls in the input.
 """
 from __future__ import annotations
@@ -41,7 +42,19 @@ def _from_string(arr: pa.Array, target: str) -> pa.Array:
     return pc.cast(cleaned, ARROW_TYPES[target])
 
 
+def _java_double(x: float) -> str:
+    """A double as Spark (Java's ``Double.toString``) writes it: ``-10.0``, ``2.35``, ``1.0E-4``, ``1.2345E7``."""
+    if not np.isfinite(x):
+        return "NaN" if np.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(float(x))
+    mantissa, exponent = np.format_float_scientific(x, unique=True, exp_digits=1).split("e")
+    return f"{mantissa}{'0' if mantissa.endswith('.') else ''}E{int(exponent)}"
+
+
 def _from_number(arr: pa.Array, target: str) -> pa.Array:
+    if target == "string" and pa.types.is_floating(arr.type):
+        return pa.array([None if v is None else _java_double(v) for v in arr.to_pylist()], pa.string())
     if target == "string":
         return pc.cast(arr, pa.string())
     if target in _RANGES and pa.types.is_floating(arr.type):

@@ -17,9 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-__all__ = ["aggregate", "keep_mask", "to_duckdb", "with_columns"]
+__all__ = ["aggregate", "keep_mask", "over_rows", "to_duckdb", "with_columns"]
 
 _TABLE = "__df_batch"
+_ROW = "__df_row"
 _local = threading.local()
 
 
@@ -83,6 +84,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _fn("round_even", node.expressions[0], node.expressions[1] if len(node.expressions) > 1 else exp.Literal.number(0))
     if name == "timestamp_seconds":
         return _fn("make_timestamp", _as(exp.Mul(this=exp.paren(node.expressions[0]), expression=exp.Literal.number(1000000)), "BIGINT"))
+    if isinstance(node, exp.ApproxQuantile):  # Spark's answer where it is exact (n below its accuracy): rank ceil(p * n)
+        return _fn("quantile_disc", node.this, node.args["quantile"])
     if isinstance(node, (exp.RegrSlope, exp.RegrIntercept, exp.Corr)):  # NaN where Spark gives NULL (x constant, one point)
         return _fn("nullif", node, _as(exp.Literal.string("NaN"), "DOUBLE"))
     if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("decimals") is None:
@@ -158,6 +161,25 @@ def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
     return _query(table, sql)
 
 
+def _spark_integers(out: pa.Table) -> pa.Table:
+    """DuckDB sums integers into HUGEINT (Arrow decimal(38, 0)); Spark's sum of integers is a BIGINT."""
+    for i, field in enumerate(out.schema):
+        if pa.types.is_decimal(field.type) and field.type.scale == 0 and field.type.precision == 38:
+            out = out.set_column(i, field.name, out.column(i).cast(pa.int64()))
+    return out
+
+
+def over_rows(table: pa.Table, columns: dict[str, str]) -> pa.Table:
+    """Set each named column to its DuckDB window expression (``f(...) OVER (...)``); every row stays in its place."""
+    indexed = table.append_column(_ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    present = set(table.column_names)
+    replaced = [f"({e}) AS {_name(n)}" for n, e in columns.items() if n in present]
+    added = [f"({e}) AS {_name(n)}" for n, e in columns.items() if n not in present]
+    star = f"* REPLACE ({', '.join(replaced)})" if replaced else "*"
+    out = _query(indexed, f"SELECT {', '.join([star, *added])} FROM {_TABLE} ORDER BY {_ROW}")
+    return _spark_integers(out.drop_columns([_ROW]))
+
+
 def keep_mask(table: pa.Table, condition: str) -> np.ndarray:
     """Rows where the DuckDB boolean ``condition`` is true (NULL counts as false)."""
     out = _query(table, f"SELECT (({condition}) IS TRUE) AS keep FROM {_TABLE}")
@@ -169,9 +191,4 @@ def aggregate(table: pa.Table, keys: list[str], aggregations: dict[str, str], ex
     items = {**aggregations, **(extra or {})}
     select = ", ".join([*(_name(k) for k in keys), *(f"({e}) AS {_name(n)}" for n, e in items.items())])
     group = f" GROUP BY {', '.join(_name(k) for k in keys)}" if keys else ""
-    out = _query(table, f"SELECT {select} FROM {_TABLE}{group}")
-    # DuckDB sums integers into HUGEINT (Arrow decimal(38, 0)); Spark's sum of integers is a BIGINT.
-    for i, field in enumerate(out.schema):
-        if pa.types.is_decimal(field.type) and field.type.scale == 0 and field.type.precision == 38:
-            out = out.set_column(i, field.name, out.column(i).cast(pa.int64()))
-    return out
+    return _spark_integers(_query(table, f"SELECT {select} FROM {_TABLE}{group}"))

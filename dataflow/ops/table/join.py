@@ -61,7 +61,13 @@ def join_arrow(left: pa.Table, right: pa.Table, on: list[str], how: str, suffix:
         lt, rt = left.schema.field(k).type, right.schema.field(k).type
         if lt != rt:
             right = right.set_column(right.column_names.index(k), k, right.column(k).cast(lt))
-    out = left.join(right, keys=list(on), join_type=JOIN_TYPES[how], coalesce_keys=True, use_threads=False)
+    # Arrow's join takes no null-typed (all-null, untyped) payload column: such columns sit out and come back as nulls.
+    untyped = [c for t in (left, right) for c in t.column_names if c not in on and pa.types.is_null(t.schema.field(c).type)]
+    out = left.drop_columns([c for c in untyped if c in left.column_names]).join(
+        right.drop_columns([c for c in untyped if c in right.column_names]), keys=list(on), join_type=JOIN_TYPES[how], coalesce_keys=True, use_threads=False)
+    for c in untyped:
+        if c in left.column_names or how not in ("semi", "anti"):
+            out = out.append_column(c, pa.nulls(out.num_rows))
     if how in ("semi", "anti"):
         return out.select(left.column_names)
     out = out.select([*left.column_names, *(c for c in right.column_names if c not in on)])

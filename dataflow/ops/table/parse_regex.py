@@ -11,7 +11,7 @@ from dataflow.errors import RowError
 from dataflow.ops.declare import op
 from dataflow.ops.table.types import ColumnName
 
-__all__ = ["Pattern", "check_pattern", "java_pattern", "parse_regex"]
+__all__ = ["Pattern", "check_pattern", "group_names", "java_pattern", "named_patterns", "parse_regex"]
 
 _GROUP_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 _PYTHON_ONLY = (("(?P=", "named backreferences (?P=name)"), ("(?P>", "(?P>...)"), ("\\Z", "\\Z (use $)"))
@@ -51,10 +51,21 @@ class Pattern(str):
         return core_schema.no_info_after_validator_function(check_pattern, core_schema.str_schema())
 
 
+def named_patterns(pattern: str | dict[str, str]) -> dict[str | None, str]:
+    """The patterns of a ``pattern`` param, by name (None for a single pattern), in the order tried."""
+    return dict(pattern) if isinstance(pattern, dict) else {None: pattern}
+
+
+def group_names(pattern: str | dict[str, str]) -> list[str]:
+    """Every named group of the pattern(s), in order of first appearance."""
+    return list(dict.fromkeys(g for p in named_patterns(pattern).values() for g in re.compile(p).groupindex))
+
+
 def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] | None:
     if columns_in is None:
         return None
-    return frozenset(set(columns_in) | set(re.compile(params.pattern).groupindex))
+    named = [params.pattern_column] if isinstance(params.pattern, dict) else []
+    return frozenset(set(columns_in) | set(group_names(params.pattern)) | set(named))
 
 
 @op(
@@ -70,27 +81,38 @@ def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] 
 def parse_regex(
     row: dict,
     *,
-    pattern: Pattern,
+    pattern: Pattern | dict[str, Pattern],
     column: ColumnName = "text",
     on_mismatch: Literal["error", "drop", "null"] = "error",
+    pattern_column: str = "pattern",
 ) -> list[dict]:
     """Search ``column`` for ``pattern``; each named group becomes a string column (empty groups are null).
 
     The searched column is kept (drop it with ``table.select``).
 
     Example: ``pattern: "(?P<host>\\\\S+) .*%(?P<event>[A-Z_]+)-\\\\d: .*port (?P<port>\\\\S+)"``.
+    ``pattern`` may also name several patterns (one per log format, e.g. per switch vendor): the
+    first that matches wins, ``pattern_column`` gets its name, and a group it lacks is null.
 
     Args:
-        pattern: A regular expression with ``(?P<name>...)`` groups (a subset both Python and Java read alike).
+        pattern: A regular expression with ``(?P<name>...)`` groups (a subset both Python and Java
+            read alike), or a mapping of names to such patterns, tried in order.
         column: The text column to search.
-        on_mismatch: A line the pattern does not match: ``error`` (to ``_errors/``), ``drop`` it, or ``null`` groups.
+        on_mismatch: A line no pattern matches: ``error`` (to ``_errors/``), ``drop`` it, or ``null`` groups.
+        pattern_column: With named patterns, the column that gets the matching pattern's name.
     """
     text = row.get(column)
-    match = re.search(pattern, text) if isinstance(text, str) else None
+    name, match = None, None
+    for name, regex in named_patterns(pattern).items():
+        match = re.search(regex, text) if isinstance(text, str) else None
+        if match is not None:
+            break
     if match is None:
         if on_mismatch == "drop":
             return []
         if on_mismatch == "error":
             raise RowError(f"column '{column}' does not match the pattern") from ValueError(column)
-    groups = re.compile(pattern).groupindex
-    return [{name: (match.group(name) or None) if match is not None else None for name in groups}]
+    out = {g: (match.groupdict().get(g) or None) if match is not None else None for g in group_names(pattern)}
+    if isinstance(pattern, dict):
+        out[pattern_column] = name if match is not None else None
+    return [out]

@@ -29,16 +29,19 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
 __all__ = [
+    "ORDERED_WINDOW",
     "AggExpr",
     "Expr",
     "ExprError",
     "WindowAggExpr",
+    "WindowExpr",
     "columns_of",
     "duckdb_sql",
     "is_count",
     "params_of",
     "parse",
     "parse_aggregation",
+    "parse_window",
     "spark_sql",
 ]
 
@@ -143,6 +146,34 @@ def parse_aggregation(text: str, *, implicit_x: bool = False) -> exp.Expression:
         if not _inside(col, scopes):
             raise ExprError(f"{_position(col)}column '{col.parts[0].name}' is read outside an aggregate function in {text!r}")
     return tree
+
+
+#: The window functions of ``table.window_columns`` that follow a key's row order; the rest aggregate over its rows.
+ORDERED_WINDOW = (exp.Lag, exp.Lead, exp.RowNumber)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_window(text: str) -> exp.Expression:
+    """Parse a ``table.window_columns`` column: ``lag(x[, n])``, ``lead(x[, n])``, ``row_number()`` or an aggregation.
+
+    Raises:
+        ExprError: anything else, an offset that is not a positive integer literal, or an aggregate inside lag/lead.
+    """
+    tree = _syntax(text)
+    if isinstance(tree, exp.RowNumber):
+        return tree
+    if isinstance(tree, (exp.Lag, exp.Lead)):
+        _check_functions(tree, text)
+        offset = tree.args.get("offset")
+        if offset is not None and not (isinstance(offset, exp.Literal) and not offset.is_string and offset.name.isdigit() and int(offset.name) > 0):
+            raise ExprError(f"the offset of {tree.key} must be a positive integer literal in {text!r}")
+        if next(_aggregates(tree.this), None) is not None:
+            raise ExprError(f"aggregate functions cannot be nested in {tree.key} in {text!r}")
+        return tree
+    try:
+        return parse_aggregation(text)
+    except ExprError as exc:
+        raise ExprError(f"expected lag(x[, n]), lead(x[, n]), row_number() or an aggregation: {exc}") from None
 
 
 def _inside(node: exp.Expression, ancestors: list[exp.Expression]) -> bool:
@@ -279,6 +310,19 @@ class AggExpr(str):
     @classmethod
     def __get_pydantic_core_schema__(cls, source, handler):
         return core_schema.no_info_after_validator_function(_check_agg, core_schema.str_schema())
+
+
+def _check_window(text: str) -> str:
+    parse_window(text)
+    return text
+
+
+class WindowExpr(str):
+    """A ``table.window_columns`` column: ``lag``/``lead``/``row_number()`` in a key's order, or an aggregation over its rows."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        return core_schema.no_info_after_validator_function(_check_window, core_schema.str_schema())
 
 
 class WindowAggExpr(str):

@@ -6,7 +6,7 @@ import re
 import pyarrow as pa
 from pydantic_core import core_schema
 
-__all__ = ["ARROW_TYPES", "SPARK_TYPES", "TYPE_NAMES", "ColumnName", "Duration", "SourceName", "TypeName", "normalize_type", "parse_duration"]
+__all__ = ["ARROW_TYPES", "SPARK_TYPES", "TYPE_NAMES", "ColumnName", "Duration", "SourceName", "TypeName", "normalize_type", "parse_duration", "strptime_format"]
 
 _ALIASES = {"bigint": "long", "integer": "int", "bool": "boolean", "str": "string", "float64": "double", "int64": "long"}
 
@@ -89,3 +89,37 @@ class SourceName(str):
     @classmethod
     def __get_pydantic_core_schema__(cls, source, handler):
         return core_schema.str_schema(min_length=1)
+
+
+#: Letters of Spark's datetime patterns that both engines read alike -> Python's strptime directives.
+_PATTERN_LETTERS = {"yyyy": "%Y", "MM": "%m", "dd": "%d", "HH": "%H", "mm": "%M", "ss": "%S", "XXX": "%z", "X": "%z"}
+
+
+def strptime_format(pattern: str | None) -> str:
+    """Return Python's strptime format for a Spark datetime ``pattern`` (``yyyy-MM-dd'T'HH:mm:ssX``).
+
+    Raises:
+        ValueError: not a string literal, or a letter outside yyyy MM dd HH mm ss X XXX.
+    """
+    if not isinstance(pattern, str):
+        raise ValueError("the format must be a string literal such as 'yyyy-MM-dd HH:mm:ss'")
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "'":
+            end = pattern.find("'", i + 1)
+            if end < 0:
+                raise ValueError(f"unclosed quote in the format {pattern!r}")
+            out.append(pattern[i + 1 : end].replace("%", "%%"))
+            i = end + 1
+            continue
+        for letters, directive in _PATTERN_LETTERS.items():
+            if pattern.startswith(letters, i):
+                out.append(directive)
+                i += len(letters)
+                break
+        else:
+            if pattern[i].isalpha():
+                raise ValueError(f"pattern letter {pattern[i]!r} is not supported in {pattern!r} (expected yyyy, MM, dd, HH, mm, ss, X or quoted text)")
+            out.append(pattern[i].replace("%", "%%"))
+            i += 1
+    return "".join(out)

@@ -34,6 +34,7 @@ def test_spark_lowers_only_registered_ops():
 def test_global_ops_declare_their_shuffle_on_the_op():
     partitioned = {op.name: op.partition_by for op in all_ops() if op.partition_by}
     bucketed = sorted(op.name for op in all_ops() if op.bucketing is not None)
-    assert partitioned == {"table.aggregate": "keys", "table.dedup": "keys", "table.join": "keys", "table.window_aggregate": "keys"}
+    assert partitioned == {"table.aggregate": "keys", "table.dedup": "keys", "table.join": "keys", "table.window_aggregate": "keys",
+                           "table.window_columns": "keys"}
     assert bucketed == ["image.dedup_phash", "text.dedup_exact", "text.dedup_minhash"]
     assert all(op.kind is OpKind.GLOBAL for op in all_ops() if op.partition_by or op.bucketing)

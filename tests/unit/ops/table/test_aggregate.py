@@ -34,3 +34,13 @@ def test_slope_without_x_and_non_aggregates_are_rejected():
         aggregate_rows.params(aggregations={"s": "rx"})
     with pytest.raises(pydantic.ValidationError, match="column 'rx' is read outside an aggregate function"):
         aggregate_rows.params(aggregations={"s": "rx + count(*)"})
+
+
+def test_regression_sums_and_percentiles_follow_spark():
+    t = pa.table({"k": ["a"] * 5 + ["b"], "y": [1.0, 2.0, 4.0, None, 3.0, None], "x": [0, 1, 2, 3, None, 1]})
+    out = {r["k"]: r for r in aggregate_rows(t, keys=["k"], aggregations={
+        "n": "regr_count(y, x)", "sl": "regr_slope(y, x)", "sxx": "regr_sxx(y, x)", "syy": "regr_syy(y, x)", "sxy": "regr_sxy(y, x)",
+        "med": "percentile_approx(y, 0.5)", "p90": "percentile_approx(x, 0.9)", "sd": "stddev_samp(y)"}).to_pylist()}
+    # Pairs with a null on either side are skipped; a rank is ceil(p * n) of the sorted values.
+    assert out["a"] == {"k": "a", "n": 3, "sl": 1.5, "sxx": 2.0, "syy": pytest.approx(14 / 3), "sxy": 3.0, "med": 2.0, "p90": 3, "sd": pytest.approx(1.2909944)}
+    assert out["b"] == {"k": "b", "n": 0, "sl": None, "sxx": None, "syy": None, "sxy": None, "med": None, "p90": 1, "sd": None}

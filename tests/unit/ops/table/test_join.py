@@ -46,3 +46,13 @@ def test_a_left_row_matched_several_times_gets_unique_identities():
     rows = sorted((r["__source__"], r["label"]) for r in out.to_pylist())
     # Matches ranked by the right row's identity; an unmatched right row keeps its own.
     assert rows == [("l1#match=1", "one"), ("l1#match=2", "two"), ("l2", None), ("l3", None), ("r3", "lone")]
+
+
+def test_untyped_all_null_columns_pass_through_a_join():
+    from dataflow.ops.table.join import join_arrow
+
+    left = pa.table({"__source__": ["a", "b"], "k": [1, 2], "n": pa.nulls(2)})
+    right = pa.table({"__source__": ["r"], "k": [1], "m": pa.nulls(1), "v": [5]})
+    assert join_arrow(left, right, ["k"], "left", "_r").to_pylist() == [
+        {"__source__": "a", "k": 1, "n": None, "m": None, "v": 5}, {"__source__": "b", "k": 2, "n": None, "m": None, "v": None}]
+    assert join_arrow(left, right, ["k"], "semi", "_r").to_pylist() == [{"__source__": "a", "k": 1, "n": None}]

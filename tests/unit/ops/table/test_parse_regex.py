@@ -36,3 +36,14 @@ def test_java_pattern_keeps_group_numbers():
 def test_bad_patterns_are_rejected(pattern, message):
     with pytest.raises(pydantic.ValidationError, match=message):
         parse_regex.params(pattern=pattern)
+
+
+def test_named_patterns_first_match_wins_and_names_the_format():
+    vendors = {"nxos": r"%[A-Z]+-\d-(?P<event>[A-Z_]+): Interface (?P<port>Ethernet\S+)", "vrp": r"%%\d+\w+/\d/(?P<event>\w+)\(\w\)\[\d+\]:.*?(?P<port>\d+GE\S+?)\)"}
+    nxos = "%ETHPORT-5-IF_DOWN_LINK_FAILURE: Interface Ethernet1/7 is down (Link failure)"
+    vrp = "%%01DEVM/2/OpticalRemoveActivate(l)[16]:Optical module has been removed. (EntityName=100GE1/0/7)"
+    assert parse_regex({"text": nxos}, pattern=vendors, pattern_column="vendor") == [{"event": "IF_DOWN_LINK_FAILURE", "port": "Ethernet1/7", "vendor": "nxos"}]
+    assert parse_regex({"text": vrp}, pattern=vendors, pattern_column="vendor") == [{"event": "OpticalRemoveActivate", "port": "100GE1/0/7", "vendor": "vrp"}]
+    assert parse_regex({"text": "login"}, pattern=vendors, on_mismatch="null") == [{"event": None, "port": None, "pattern": None}]
+    with pytest.raises(pydantic.ValidationError, match="needs at least one named group"):
+        parse_regex.params(pattern={"a": "(?P<x>a)", "b": "no groups"})
