@@ -321,15 +321,14 @@ CASES: dict[str, Case] = {
         [{"op": "table.window_columns", "params": {"columns": {"n": "count(*)", "hi": "max(rx)"}}}],
         lambda d: [d.row(i, n=6, hi=-2.0) for i in range(len(LINKS))],
     ),
-    "unix_timestamp_and_double_text": Case(
+    "unix_timestamp": Case(
         "links",
         [{"op": "table.with_columns", "params": {"columns": {
-            "t": "unix_timestamp(CASE WHEN link = 'a' THEN '2026-01-01T01:00:05+01:00' ELSE state END, 'yyyy-MM-dd''T''HH:mm:ssXXX')",
+            "t": "unix_timestamp(CASE WHEN link = 'a' THEN '2026-01-01T01:00:05+01:00' ELSE state END, 'yyyy-MM-dd\\'T\\'HH:mm:ssXXX')",
             "u": "unix_timestamp('2026-01-02 03:04:05', 'yyyy-MM-dd HH:mm:ss')",
-            "s": "cast(rx AS string)", "e": "cast(rx / 10000 AS string)"}}}],
+            "s": "cast(rx AS string)"}}}],
         lambda d: [d.row(i, t=1767225605 if LINKS[i]["link"] == "a" else None, u=1767323045,
-                         s=None if LINKS[i]["rx"] is None else repr(LINKS[i]["rx"]),
-                         e={-3.0: "-3.0E-4", -3.5: "-3.5E-4", -4.0: "-4.0E-4", -2.0: "-2.0E-4", -10.0: "-0.001", None: None}[LINKS[i]["rx"]])
+                         s=None if LINKS[i]["rx"] is None else repr(LINKS[i]["rx"]))
                    for i in range(len(LINKS))],
     ),
     "window_sliding": Case(

@@ -9,6 +9,7 @@ apart), so a float NaN read from a column counts as null here.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 import duckdb
@@ -104,6 +105,9 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _as(node, "DATE")
     if isinstance(node, exp.StrToUnix):  # a string or a timestamp -> whole seconds
         fmt = node.args.get("format")
+        if isinstance(fmt, exp.Literal):  # Java's quoted literals ('T') and zone offsets (XXX, Z) as strptime's
+            java = re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", fmt.name))
+            fmt = exp.Literal.string(java)
         text = _as(node.this, "VARCHAR")
         parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
         return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")

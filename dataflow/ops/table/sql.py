@@ -258,6 +258,10 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return exp.TryCast(this=node.this, to=node.to, safe=True)
     if isinstance(node, exp.Anonymous) and node.name.lower() in HELPERS:
         return exp.Anonymous(this=HELPERS[node.name.lower()], expressions=_slope_x(node, default_x))
+    if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None:  # unreadable text: NULL, never a failed task
+        fmt = exp.Literal.string(Spark().generator().format_time(node)[1:-1].replace("\\'", "'"))
+        text = exp.TryCast(this=node.this, to=exp.DataType.build("string"), safe=True)
+        return exp.Anonymous(this="unix_timestamp", expressions=[exp.Anonymous(this="try_to_timestamp", expressions=[text, fmt])])
     return node
 
 
