@@ -5,8 +5,11 @@ A table op that groups by keys (``table.aggregate``, ``table.window_aggregate``,
 ``groupby(partition).map_groups``), and the op's own Arrow implementation runs once per partition:
 all rows of a key meet in one partition, so the result is the op's, exactly. A join shuffles both
 sides on the keys (one shuffle for both). An aggregation without keys, and any other global op
-(``text.dedup_semantic``, a user's global op), runs in one partition: one Ray task holds its
-rows, never the driver.
+(a user's global op), runs in one partition: one Ray task holds its rows, never the driver.
+
+``text.dedup_semantic`` lowers to ``semantic_dedup`` (SemDedup): one task fits the k-means
+centroids on a seeded sample of the rows (``dataflow.ops.kmeans``), a map gives each row its
+nearest centroid, and a shuffle on that cluster id compares all pairs inside each cluster.
 
 The dedup ops declared with a ``Bucketing`` (``dataflow.ops.dedup.BUCKETINGS``) lower to
 ``components.bucket_dedup``: duplicate edges and connected components stay distributed.
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F401  (tests/gpu)
+from dataflow.engines.ray.compile import ARROW
 from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
 from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
 from dataflow.runtime.batch import from_arrow, to_arrow
@@ -35,6 +40,10 @@ PARTITIONED_OPS = ("table.aggregate", "table.window_aggregate", "table.dedup", "
 def describe_shuffle(op: str, params: dict[str, Any]) -> str:
     """The ``shuffle:`` line of ``dataflow explain`` for a global op: each shuffle it runs, in order."""
     parts = "P partitions (--shuffle-partitions; default 2 per CPU)"
+    if op == "text.dedup_semantic":
+        return (f"sample (seeded hash of __source__) -> groupby(partition).map_groups into 1 partition: fit k-means centroids -> "
+                f"nearest centroid per row -> groupby(partition).map_groups on the cluster id, {parts}: all pairs per cluster (clusters: 1: "
+                "all rows in one partition)")
     if op in RAY_GLOBAL_OPS:
         return (f"key map -> groupby(partition).map_groups on bucket (band, key), {parts} -> per component round (until no label changes; "
                 "rounds = longest duplicate chain + 1): on edge, then on node -> on __source__ with the rows, dropping all but each group's smallest")
@@ -130,8 +139,78 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
 
 
+class _Sample:
+    """Map: the fit's sample of a block, its identity and vector columns only."""
+
+    def __init__(self, column: str, seed: int, fraction: float):
+        self.column, self.seed, self.fraction = column, seed, fraction
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        from dataflow.ops.kmeans import in_sample
+
+        drawn = in_sample(np.asarray(block.column(SOURCE).to_pylist(), dtype=object), self.seed, self.fraction)
+        return block.select([SOURCE, self.column]).filter(pa.array(drawn, pa.bool_()))
+
+
+class _Fit:
+    """The one partition of the sample: the centroids, as one row (k, d, float32 bytes)."""
+
+    def __init__(self, column: str, k: int, seed: int):
+        self.column, self.k, self.seed = column, k, seed
+
+    def __call__(self, part: int, sample: pa.Table | None) -> pa.Table:
+        from dataflow.ops.kmeans import fit_sample, unit_rows
+
+        cols = from_arrow(sample) if sample is not None and sample.num_rows else {SOURCE: np.array([], object), self.column: []}
+        unit = unit_rows(cols[self.column])
+        centroids = fit_sample(cols[SOURCE], unit, self.k, self.seed)
+        return pa.table({"k": [centroids.shape[0]], "d": [centroids.shape[1]], "data": pa.array([centroids.tobytes()], pa.binary())})
+
+
+class _Assign:
+    """Map: each row's nearest centroid, as column ``CLUSTER``; the centroids come from the fit's block (a ref)."""
+
+    def __init__(self, column: str, refs: list):
+        self.column, self.refs = column, refs
+        self._centroids = None
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        from dataflow.ops.kmeans import nearest, unit_rows
+        from dataflow.ops.text.dedup_semantic import CLUSTER
+
+        if self._centroids is None:
+            self._centroids = self._load()
+        ids = nearest(unit_rows(from_arrow(block.select([self.column]))[self.column]), self._centroids) if block.num_rows else np.zeros(0, np.int64)
+        return block.append_column(CLUSTER, pa.array(ids, pa.int64()))
+
+    def _load(self) -> np.ndarray:
+        import ray
+
+        row = pa.concat_tables(ray.get(self.refs)).to_pylist()[0]
+        return np.frombuffer(row["data"], dtype=np.float32).reshape(row["k"], row["d"])
+
+
+def semantic_dedup(ds, stage, side: SideOutputs, partitions: int | None = None):
+    """``text.dedup_semantic`` (see the module docstring); ``clusters`` resolving to 1 compares all rows in one partition."""
+    from dataflow.ops.kmeans import cluster_count, sample_fraction
+    from dataflow.ops.registry import get_op
+    from dataflow.ops.text.dedup_semantic import CLUSTER
+
+    p = get_op(stage.call.op).params(**stage.call.params)
+    ds = ds.materialize()  # read and upstream steps run once for the sample, the assignment and the pairs
+    rows = ds.count()  # plan-sized: one number
+    k = cluster_count(p.clusters, rows)
+    if k == 1:
+        return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
+    sample = ds.map_batches(_Sample(p.column, p.seed, sample_fraction(k, rows)), batch_format=ARROW, batch_size=None)
+    fitted = hash_shuffle([(sample, [])], 1, _Fit(p.column, k, p.seed), seed=True).materialize()
+    clustered = ds.map_batches(_Assign(p.column, fitted.to_arrow_refs()), batch_format=ARROW, batch_size=None)
+    return hash_shuffle([(clustered, [CLUSTER])], shuffle_partitions(partitions), _PartitionOp(stage, side, None))
+
+
 RAY_GLOBAL_OPS: dict[str, Callable[..., Any]] = {
     "image.dedup_phash": bucket_dedup,
     "text.dedup_exact": bucket_dedup,
     "text.dedup_minhash": bucket_dedup,
+    "text.dedup_semantic": semantic_dedup,
 }

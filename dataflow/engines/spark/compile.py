@@ -31,6 +31,7 @@ LOWERED: dict[str, str] = {
     "table.select": "select(columns, __source__)",
     "table.window_aggregate": "window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)",
     "table.with_columns": "withColumn per name (SQL expressions as Columns)",
+    "text.dedup_semantic": "mapInArrow sample -> repartition(1).mapInArrow k-means fit -> mapInArrow nearest centroid -> groupBy(cluster).applyInArrow all pairs",
 }
 _READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parquet", "text": "text"}
 

@@ -1,4 +1,4 @@
-"""Native Spark lowerings of the table ops, by op name.
+"""Native Spark lowerings of the table ops (and ``text.dedup_semantic``: ``semantic.py``), by op name.
 
 A lowering is ``fn(df, step, named) -> DataFrame``. An op that meets bad data returns
 ``Checked``: its rows with a ``BAD`` flag column, and the cases that say why a row is bad, which
@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import aggregate_column, col, sql_literal, sql_name, to_column
 from dataflow.engines.spark.compile import SparkStep
+from dataflow.engines.spark.semantic import semantic_dedup
 from dataflow.ops.table import expr as E
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
@@ -227,4 +228,5 @@ LOWERINGS: dict[str, Lowering] = {
     "table.select": _select,
     "table.window_aggregate": _window_aggregate,
     "table.with_columns": _with_columns,
+    "text.dedup_semantic": semantic_dedup,
 }
