@@ -51,7 +51,10 @@ def in_sample(sources: np.ndarray, seed: int, fraction: float) -> np.ndarray:
 
 def unit_rows(values) -> np.ndarray:
     """The vectors of a column (a sequence of arrays), each scaled to length 1 (zero vectors stay zero)."""
-    vectors = np.stack([np.asarray(v, dtype=np.float32) for v in values]) if len(values) else np.empty((0, 0), np.float32)
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        vectors = values.astype(np.float32, copy=False)
+    else:
+        vectors = np.stack([np.asarray(v, dtype=np.float32) for v in values]) if len(values) else np.empty((0, 0), np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.empty((0, 1), np.float32)
     return vectors / np.maximum(norms, 1e-12)
 
@@ -85,8 +88,7 @@ def fit_centroids(unit: np.ndarray, k: int, seed: int, iterations: int = 20) -> 
         if ids is not None and np.array_equal(new, ids):
             break
         ids = new
-        sums = np.zeros(centroids.shape, dtype=np.float64)
-        np.add.at(sums, ids, unit)
+        sums = np.stack([np.bincount(ids, weights=unit[:, j], minlength=k) for j in range(unit.shape[1])], axis=1)
         norms = np.linalg.norm(sums, axis=1)
         filled = norms > 0  # an empty cluster keeps its centroid
         centroids[filled] = (sums[filled] / norms[filled, None]).astype(np.float32)

@@ -77,7 +77,6 @@ def semantic_vectors(seed: int = 0, straddling: bool = False, d: int = 16, topic
 
 def semantic_reference(vectors: np.ndarray, sources: list[str], threshold: float) -> list[int]:
     """Exact all-pairs semantic dedup, written plainly: the row kept per group (smallest source)."""
-    sim = vectors @ vectors.T
     parent = list(range(len(vectors)))
 
     def root(x: int) -> int:
@@ -85,8 +84,10 @@ def semantic_reference(vectors: np.ndarray, sources: list[str], threshold: float
             x = parent[x]
         return x
 
-    for i, j in zip(*np.nonzero(np.triu(sim >= threshold, 1))):
-        parent[root(int(i))] = root(int(j))
+    for start in range(0, len(vectors), 1024):
+        for i, j in zip(*np.nonzero(vectors[start : start + 1024] @ vectors.T >= threshold)):
+            if start + i < j:
+                parent[root(int(start + i))] = root(int(j))
     groups: dict[int, list[int]] = {}
     for i in range(len(vectors)):
         groups.setdefault(root(i), []).append(i)

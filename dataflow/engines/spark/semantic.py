@@ -24,6 +24,17 @@ __all__ = ["semantic_dedup"]
 _ROW = "__df_row"
 
 
+def _matrix(values: pa.Array | pa.ChunkedArray, column: str) -> np.ndarray:
+    """A list column as an (n, d) float32 matrix."""
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if len(arr) == 0:
+        return np.zeros((0, 0), np.float32)
+    flat = arr.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+    if arr.null_count or len(flat) % len(arr):
+        raise ValueError(f"text.dedup_semantic: column '{column}' holds null vectors or vectors of different lengths")
+    return flat.reshape(len(arr), -1)
+
+
 def _sample(column: str, seed: int, fraction: float):
     def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from dataflow.ops.kmeans import in_sample
@@ -41,7 +52,7 @@ def _fit(column: str, k: int, seed: int):
 
         table = pa.Table.from_batches(list(batches))
         sources = np.asarray(table.column(SOURCE).to_pylist(), dtype=object) if table.num_rows else np.array([], object)
-        centroids = fit_sample(sources, unit_rows(table.column(column).to_pylist() if table.num_rows else []), k, seed)
+        centroids = fit_sample(sources, unit_rows(_matrix(table.column(column), column)), k, seed)
         yield pa.RecordBatch.from_pydict({"k": [centroids.shape[0]], "d": [centroids.shape[1]], "data": pa.array([centroids.tobytes()], pa.binary())})
 
     return fn
@@ -52,7 +63,7 @@ def _assign(column: str, centroids: np.ndarray, cluster: str):
         from dataflow.ops.kmeans import nearest, unit_rows
 
         for b in batches:
-            ids = nearest(unit_rows(b.column(column).to_pylist()), centroids) if b.num_rows else np.zeros(0, np.int64)
+            ids = nearest(unit_rows(_matrix(b.column(column), column)), centroids) if b.num_rows else np.zeros(0, np.int64)
             yield pa.RecordBatch.from_arrays([*b.columns, pa.array(ids, pa.int64())], names=[*b.schema.names, cluster])
 
     return fn
@@ -63,7 +74,7 @@ def _pairs(step: SparkStep, cluster: str):
         from dataflow.ops.registry import get_op
 
         p = step.params
-        batch = {SOURCE: np.asarray(table.column(SOURCE).to_pylist(), dtype=object), p["column"]: table.column(p["column"]).to_pylist(),
+        batch = {SOURCE: np.asarray(table.column(SOURCE).to_pylist(), dtype=object), p["column"]: _matrix(table.column(p["column"]), p["column"]),
                  cluster: table.column(cluster).to_numpy(), _ROW: np.arange(table.num_rows)}
         kept = get_op(step.name)(batch, **p)[_ROW]
         return table.take(pa.array(kept, pa.int64())).drop_columns([cluster])

@@ -147,6 +147,14 @@ sink: {uri: /o}
     assert "gathered at the driver" not in result.output
 
 
+def test_explain_shows_the_semantic_dedups_kmeans_and_cluster_shuffle(tmp_path):
+    text = "name: s\nengine: ray\nsource: {uri: /t, format: parquet}\nsteps: [{op: text.dedup_semantic, params: {clusters: 100}}]\nsink: {uri: /o}\n"
+    result = CliRunner().invoke(cli, ["explain", _write(tmp_path, text)])
+    assert result.exit_code == 0, result.output
+    shuffle = next(line.strip() for line in result.output.splitlines() if line.strip().startswith("shuffle:"))
+    assert "fit k-means centroids" in shuffle and "on the cluster id" in shuffle
+
+
 def test_set_override_reaches_the_plan():
     result = CliRunner().invoke(cli, ["explain", str(ROOT / "pipelines" / "thumbnails.yaml"), "--set", "steps[2].params.max_side=99"])
     assert "max_side=99" in result.output
