@@ -28,6 +28,8 @@ def cluster_count(clusters: int, rows: int) -> int:
     sqrt balances the two costs: the assignment compares each row with k centroids (rows * k) and
     the pairs inside the clusters cost rows * rows / k.
     """
+    if clusters < 0:
+        raise ValueError(f"text.dedup_semantic: clusters must be 0 (derived from the row count) or more (got {clusters})")
     if clusters > 0:
         return min(clusters, max(1, rows))
     return 1 if rows <= EXACT_UP_TO else math.ceil(math.sqrt(rows))

@@ -68,7 +68,7 @@ def dedup_text_minhash(
 
     Documents sharing any LSH band bucket are duplicates; duplicates are grouped transitively and
     each group keeps the row with the smallest ``__source__`` (deterministic). On Ray this runs
-    distributed: signatures as a map, band buckets through a shuffle, components at the driver.
+    distributed: signatures as a map, band buckets and components through shuffles.
     Documents without words are never deduplicated here (``text.filter_length`` drops them).
 
     Args:

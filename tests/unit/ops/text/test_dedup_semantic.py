@@ -79,3 +79,5 @@ def test_kmeans_finds_separated_topics_and_handles_duplicate_points():
 def test_bad_params_are_refused():
     with pytest.raises(Exception, match="clusters"):
         dedup_text_semantic.params(clusters="many")
+    with pytest.raises(ValueError, match="clusters must be 0"):
+        dedup_text_semantic(_batch(semantic_vectors(0)[:3]), clusters=-2)
