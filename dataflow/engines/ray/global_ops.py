@@ -4,7 +4,9 @@ A table op that groups by keys (``table.aggregate``, ``table.window_aggregate``,
 ``table.join``) is hash-partitioned on its keys (``shuffle.hash_shuffle``: one Ray Data
 ``groupby(partition).map_groups``), and the op's own Arrow implementation runs once per partition:
 all rows of a key meet in one partition, so the result is the op's, exactly. A join shuffles both
-sides on the keys (one shuffle for both). An aggregation without keys, and any other global op
+sides on the keys (one shuffle for both), unless it is an inner, left, semi or anti join whose
+right side is small (``broadcast_bytes``): then each left block joins the whole right side, in a
+map, without a shuffle. An aggregation without keys, and any other global op
 (a user's global op), runs in one partition: one Ray task holds its rows, never the driver.
 
 ``text.dedup_semantic`` lowers to ``semantic_dedup`` (SemDedup): one task fits the k-means
@@ -50,6 +52,9 @@ def describe_shuffle(op: str, params: dict[str, Any]) -> str:
     keys = list(params.get("keys") or [])
     if op == "table.dedup" and not keys:
         return f"groupby(partition).map_groups on every user column, {parts}"
+    if op == "table.join" and keys and params.get("how", "inner") in BROADCAST_JOINS:
+        return (f"a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
+                f"else groupby(partition).map_groups of both sides on hash({', '.join(keys)}), {parts}")
     if op in PARTITIONED_OPS and keys:
         both = " of both sides (the named source too)" if op == "table.join" else ""
         return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
@@ -136,7 +141,37 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
         raise KeyError(f"{stage.name}: table.join reads the named source '{name}', which the job does not read; declare it under sources:")
     ds = ds.materialize()  # in the object store: its schema (plan-sized) stands for partitions without left rows
     schemas = tuple(getattr(d.schema(), "base_schema", None) for d in (ds, named[name]))
+    if call.params.get("how", "inner") in BROADCAST_JOINS and (named[name].size_bytes() or 0) <= broadcast_bytes():
+        return ds.map_batches(_BroadcastJoin(_PartitionOp(stage, side, name, schemas), named[name].to_arrow_refs()), batch_format=ARROW, batch_size=None)
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
+
+
+#: Joins whose rows depend on each left row and all of its matches only: a small right side is broadcast.
+BROADCAST_JOINS = ("inner", "left", "semi", "anti")
+DEFAULT_BROADCAST_BYTES = 64 * 1024 * 1024
+
+
+def broadcast_bytes() -> int:
+    """A join's right side up to this size (``DATAFLOW_RAY_BROADCAST_BYTES``, default 64 MiB; below 0: never) joins each left block without a shuffle."""
+    import os
+
+    return int(os.environ.get("DATAFLOW_RAY_BROADCAST_BYTES") or DEFAULT_BROADCAST_BYTES)
+
+
+class _BroadcastJoin:
+    """Map: join one left block with the whole (small) right side, fetched in the task from its blocks' refs."""
+
+    def __init__(self, op: _PartitionOp, refs: list):
+        self.op, self.refs = op, refs
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        return self.op(0, block, self._right())
+
+    def _right(self) -> pa.Table | None:
+        import ray
+
+        tables = [t for t in ray.get(self.refs) if t.num_columns]
+        return pa.concat_tables(tables, promote_options="permissive") if tables else None
 
 
 class _Sample:

@@ -140,7 +140,8 @@ sink: {uri: /o}
     assert result.exit_code == 0, result.output
     shuffles = [line.strip() for line in result.output.splitlines() if line.strip().startswith("shuffle:")]
     assert shuffles == [
-        "shuffle: groupby(partition).map_groups of both sides (the named source too) on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
+        "shuffle: a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
+        "else groupby(partition).map_groups of both sides on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
         "shuffle: groupby(partition).map_groups on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
         "shuffle: groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)",
     ]
