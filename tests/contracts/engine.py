@@ -1,4 +1,4 @@
-"""Cross-engine conformance: every table op, run by each engine over the same data, gives the same rows.
+"""Cross-engine conformance: every table op (and the semantic dedup), run by each engine over the same data, gives the same rows.
 
 ``EngineContract`` holds the cases; a test class subclasses it and provides an ``engine`` fixture
 that names the engine and starts its session (``tests/integration/engines/test_spark_conformance.py``
@@ -14,6 +14,7 @@ import pathlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -54,6 +55,45 @@ LABELS_CSV = "link,label,rx\na,gold,x\nc,bad,y\nd,none,z\n"
 SKEW = [{"k": "hot" if i % 2 == 0 else (None if i % 10 == 1 else f"k{i % 7}"), "v": i, "t": 3 * i} for i in range(40)]
 SKEW_LABELS = [{"k": "hot", "label": "H"}, {"k": "k3", "label": "T"}, {"k": None, "label": "N"}, {"k": "zz", "label": "Z"}]
 SKEW_SCHEMA = pa.schema([("k", pa.string()), ("v", pa.int64()), ("t", pa.int64())])
+
+
+def semantic_vectors(seed: int = 0, straddling: bool = False, d: int = 16, topics: int = 6, per: int = 20) -> np.ndarray:
+    """Unit embeddings in well-separated topics; every 4th document has a near copy (every 8th two).
+
+    Documents of a topic are far apart (cosine < 0.93); a copy is within 0.99 of its original.
+    ``straddling`` adds a near-duplicate pair (cosine 0.97) on the midpoint between topics 0 and 1,
+    one on each side: the pair k-means splits (SemDedup's trade-off).
+    """
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.normal(size=(d, d)))[0][:topics]
+    rows = [basis[t] + 0.7 * rng.normal(size=d) / np.sqrt(d) for t in range(topics) for _ in range(per)]
+    rows += [rows[i] + 0.02 * rng.normal(size=d) / np.sqrt(d) for i in range(0, topics * per, 4) for _ in range(1 + (i % 8 == 0))]
+    if straddling:
+        mid, side = (basis[0] + basis[1]) / np.sqrt(2), (basis[0] - basis[1]) / np.sqrt(2)
+        rows += [mid + 0.12 * side, mid - 0.12 * side]
+    out = np.array(rows, dtype=np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def semantic_reference(vectors: np.ndarray, sources: list[str], threshold: float) -> list[int]:
+    """Exact all-pairs semantic dedup, written plainly: the row kept per group (smallest source)."""
+    parent = list(range(len(vectors)))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for start in range(0, len(vectors), 1024):
+        for i, j in zip(*np.nonzero(vectors[start : start + 1024] @ vectors.T >= threshold)):
+            if start + i < j:
+                parent[root(int(start + i))] = root(int(j))
+    groups: dict[int, list[int]] = {}
+    for i in range(len(vectors)):
+        groups.setdefault(root(i), []).append(i)
+    return sorted(min(g, key=lambda i: sources[i]) for g in groups.values())
+
+
 # A JSONL source with one line that is not UTF-8 and one that is not JSON: one row error each.
 RAW_JSONL = b'{"ts": 1, "link": "a"}\n{"ts": 2, "link": "b\xff"}\n{"ts": 3, "link":\n\n{"ts": 4, "link": "d \xc3\xa9"}\n'
 
@@ -71,6 +111,8 @@ class Data:
     skew: str = ""
     skew_labels: str = ""
     empty: str = ""
+    semantic: str = ""
+    straddle: str = ""
 
     def row(self, i: int, **extra: Any) -> dict[str, Any]:
         return {**LINKS[i], "__source__": f"{self.links}#row={i}", **extra}
@@ -99,9 +141,14 @@ def write_data(root: pathlib.Path) -> Data:
     pq.write_table(pa.Table.from_pylist(SKEW, schema=SKEW_SCHEMA), root / "skew.parquet", row_group_size=8)  # 5 row groups: 5 read tasks
     pq.write_table(pa.Table.from_pylist(SKEW_LABELS), root / "skew_labels.parquet")
     pq.write_table(SKEW_SCHEMA.empty_table(), root / "empty.parquet")
+    for name, straddling in (("semantic", False), ("straddle", True)):
+        vectors = semantic_vectors(straddling=straddling)
+        table = pa.table({"doc": np.arange(len(vectors)), "embedding": pa.array(list(vectors), pa.list_(pa.float32()))})
+        pq.write_table(table, root / f"{name}.parquet", row_group_size=64)  # 3 row groups: 3 read tasks
     return Data(
         str(root / "links.parquet"), str(root / "tele.txt"), str(root / "syslog.txt"), str(root / "casts.parquet"), str(root / "labels.csv"),
         str(root / "raw.jsonl"), str(root / "skew.parquet"), str(root / "skew_labels.parquet"), str(root / "empty.parquet"),
+        str(root / "semantic.parquet"), str(root / "straddle.parquet"),
     )
 
 
@@ -172,6 +219,17 @@ def _skew_join(d: Data) -> list[dict[str, Any]]:
     right = [{"k": r["k"], "v": None, "t": None, "label": r["label"], "__source__": f"{d.skew_labels}#row={j}"}
              for j, r in enumerate(SKEW_LABELS) if r["k"] is None or r["k"] not in seen]
     return left + right
+
+
+def _semantic(uri: str, straddling: bool, extra: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+    """The reference's rows of a semantic dedup at 0.95, plus the rows ``extra`` (kept by k-means only)."""
+    vectors = semantic_vectors(straddling=straddling)
+    kept = semantic_reference(vectors, [f"{uri}#row={i}" for i in range(len(vectors))], 0.95)
+    return [{"doc": i, "__source__": f"{uri}#row={i}"} for i in sorted({*kept, *extra})]
+
+
+def _semantic_steps(**params: Any) -> list[dict[str, Any]]:
+    return [{"op": "text.dedup_semantic", "params": {"threshold": 0.95, **params}}, {"op": "table.select", "params": {"columns": ["doc"]}}]
 
 
 CASES: dict[str, Case] = {
@@ -388,6 +446,11 @@ CASES: dict[str, Case] = {
         lambda d: [{"k": r["k"], "v": None, "t": None, "label": r["label"], "__source__": f"{d.skew_labels}#row={j}"} for j, r in enumerate(SKEW_LABELS)],
         sources={"labels": "skew_labels"},
     ),
+    "semantic_dedup_exact": Case("semantic", _semantic_steps(clusters=1), lambda d: _semantic(d.semantic, False)),
+    # Well-separated topics: k-means keeps exactly the rows exact all-pairs keeps.
+    "semantic_dedup_kmeans": Case("semantic", _semantic_steps(clusters=6), lambda d: _semantic(d.semantic, False)),
+    # A duplicate pair split by a cluster boundary: both kept; every other group as exact.
+    "semantic_dedup_kmeans_split_pair": Case("straddle", _semantic_steps(clusters=6), lambda d: _semantic(d.straddle, True, extra=(166,))),
     "join_empty_input": Case("empty", [{"op": "table.join", "params": {"right": "labels", "keys": ["k"], "how": "left"}}], lambda d: [],
                              sources={"labels": "skew_labels"}),
 }
@@ -404,6 +467,8 @@ def _uri(d: Data, name: str) -> dict[str, Any]:
         "skew": {"uri": d.skew, "format": "parquet"},
         "skew_labels": {"uri": d.skew_labels, "format": "parquet"},
         "empty": {"uri": d.empty, "format": "parquet"},
+        "semantic": {"uri": d.semantic, "format": "parquet"},
+        "straddle": {"uri": d.straddle, "format": "parquet"},
     }[name]
 
 

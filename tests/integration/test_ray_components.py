@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 import ray.data
 
 from dataflow.engines.ray.components import MEMBERS, label_components
@@ -26,3 +27,16 @@ def test_every_node_gets_its_components_smallest_node_in_diameter_plus_one_round
 def test_no_edges_take_one_round(ray_local):
     labelled, rounds = label_components(ray.data.from_arrow([MEMBERS.empty_table()]), parts=2)
     assert (labelled.count(), rounds) == (0, 1)
+
+
+@pytest.mark.parametrize("name", ["join_left", "join_one_to_many", "join_anti"], ids=["left", "one-to-many", "anti"])
+def test_a_join_gives_the_same_rows_broadcast_or_shuffled(ray_local, name, tmp_path, monkeypatch):
+    from tests.contracts.engine import CASES, assert_same_rows, run_case
+
+    case = CASES[name]
+    data, broadcast, _, _ = run_case(case, "ray", tmp_path / "broadcast")
+    monkeypatch.setenv("DATAFLOW_RAY_BROADCAST_BYTES", "-1")  # no right side is small enough: both sides shuffle
+    _, shuffled, _, _ = run_case(case, "ray", tmp_path / "shuffled")
+    expected = case.expected(data)
+    assert_same_rows(broadcast, expected)
+    assert_same_rows(shuffled, [{**r, "__source__": r["__source__"].replace(str(tmp_path / "broadcast"), str(tmp_path / "shuffled"))} for r in expected])

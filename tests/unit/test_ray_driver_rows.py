@@ -16,6 +16,10 @@ FORBIDDEN = ("take_all", "take_batch", "to_pandas", "to_arrow_refs", "to_numpy_r
 #: Scalar aggregates (``ds.count()``, ``ds.sum(col)``: one number) are plan-sized and not listed.
 ALLOWED = {
     ("engine.py", "take", "iter_batches"): "dataflow take/preview: stops after the n rows the user asked for",
+    ("global_ops.py", "semantic_dedup", "to_arrow_refs"): "the refs of the fitted centroids: one row (k x d floats), not data rows",
+    ("global_ops.py", "_load", "get"): "_Assign._load, in a map task (never the driver): the one centroid row",
+    ("global_ops.py", "apply_global", "to_arrow_refs"): "a join's small right side (at most broadcast_bytes): refs handed to the map tasks, not rows",
+    ("global_ops.py", "_right", "get"): "_BroadcastJoin._right, in a map task (never the driver): the small right side",
     ("run.py", "stream_written", "iter_batches"): "the writers' output: one record per written file (path, rows, bytes)",
 }
 

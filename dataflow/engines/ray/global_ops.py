@@ -4,21 +4,28 @@ A table op declared with ``partition_by`` (``table.aggregate``, ``table.window_a
 ``table.dedup``, ``table.join``: ``@op(partition_by="keys")``) is hash-partitioned on its keys (``shuffle.hash_shuffle``: one Ray Data
 ``groupby(partition).map_groups``), and the op's own Arrow implementation runs once per partition:
 all rows of a key meet in one partition, so the result is the op's, exactly. A join shuffles both
-sides on the keys (one shuffle for both). An aggregation without keys, and any other global op
-(``text.dedup_semantic``, a user's global op), runs in one partition: one Ray task holds its
-rows, never the driver.
+sides on the keys (one shuffle for both), unless it is an inner, left, semi or anti join whose
+right side is small (``broadcast_bytes``): then each left block joins the whole right side, in a
+map, without a shuffle. An aggregation without keys, and any other global op
+(a user's global op), runs in one partition: one Ray task holds its rows, never the driver.
+
+``text.dedup_semantic`` lowers to ``semantic_dedup`` (SemDedup): one task fits the k-means
+centroids on a seeded sample of the rows (``dataflow.ops.kmeans``), a map gives each row its
+nearest centroid, and a shuffle on that cluster id compares all pairs inside each cluster.
 
 The dedup ops declared with a ``bucketing`` (``@op(bucketing=...)``) lower to
 ``components.bucket_dedup``: duplicate edges and connected components stay distributed.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F401  (tests/gpu)
+from dataflow.engines.ray.compile import ARROW
 from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
 from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
 from dataflow.batch import from_arrow, to_arrow
@@ -32,12 +39,19 @@ def describe_shuffle(spec, params) -> str:
     """The ``shuffle:`` line of ``dataflow explain`` for the global op ``spec``: each shuffle it runs, in order."""
     parts = "P partitions (--shuffle-partitions; default 2 per CPU)"
     op = spec.name
+    if op == "text.dedup_semantic":
+        return (f"sample (seeded hash of __source__) -> groupby(partition).map_groups into 1 partition: fit k-means centroids -> "
+                f"nearest centroid per row -> groupby(partition).map_groups on the cluster id, {parts}: all pairs per cluster (clusters: 1: "
+                "all rows in one partition)")
     if spec.bucketing is not None:
         return (f"key map -> groupby(partition).map_groups on bucket (band, key), {parts} -> per component round (until no label changes; "
                 "rounds = longest duplicate chain + 1): on edge, then on node -> on __source__ with the rows, dropping all but each group's smallest")
     keys = list(getattr(params, spec.partition_by, None) or []) if spec.partition_by else []
     if op == "table.dedup" and not keys:
         return f"groupby(partition).map_groups on every user column, {parts}"
+    if op == "table.join" and keys and getattr(params, "how", "inner") in BROADCAST_JOINS:
+        return (f"a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
+                f"else groupby(partition).map_groups of both sides on hash({', '.join(keys)}), {parts}")
     if keys:
         both = " of both sides (the named source too)" if op == "table.join" else ""
         return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
@@ -102,6 +116,8 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     ``named``: the materialized datasets of the pipeline's named sources (a join's right side).
     ``partitions``: the shuffle partition count (default: 2 per cluster CPU).
     """
+    if stage.label in LOWERINGS:
+        return LOWERINGS[stage.label](ds, stage, side, partitions)
     if stage.bucketed:
         return bucket_dedup(ds, stage, side, partitions)
     call = stage.call
@@ -123,4 +139,106 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
         raise KeyError(f"{stage.name}: table.join reads the named source '{name}', which the job does not read; declare it under sources:")
     ds = ds.materialize()  # in the object store: its schema (plan-sized) stands for partitions without left rows
     schemas = tuple(getattr(d.schema(), "base_schema", None) for d in (ds, named[name]))
+    if call.params.how in BROADCAST_JOINS and (named[name].size_bytes() or 0) <= broadcast_bytes():
+        return ds.map_batches(_BroadcastJoin(_PartitionOp(stage, side, name, schemas), named[name].to_arrow_refs()), batch_format=ARROW, batch_size=None)
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
+
+
+#: Joins whose rows depend on each left row and all of its matches only: a small right side is broadcast.
+BROADCAST_JOINS = ("inner", "left", "semi", "anti")
+DEFAULT_BROADCAST_BYTES = 64 * 1024 * 1024
+
+
+def broadcast_bytes() -> int:
+    """A join's right side up to this size (``DATAFLOW_RAY_BROADCAST_BYTES``, default 64 MiB; below 0: never) joins each left block without a shuffle."""
+    import os
+
+    return int(os.environ.get("DATAFLOW_RAY_BROADCAST_BYTES") or DEFAULT_BROADCAST_BYTES)
+
+
+class _BroadcastJoin:
+    """Map: join one left block with the whole (small) right side, fetched in the task from its blocks' refs."""
+
+    def __init__(self, op: _PartitionOp, refs: list):
+        self.op, self.refs = op, refs
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        return self.op(0, block, self._right())
+
+    def _right(self) -> pa.Table | None:
+        import ray
+
+        tables = [t for t in ray.get(self.refs) if t.num_columns]
+        return pa.concat_tables(tables, promote_options="permissive") if tables else None
+
+
+class _Sample:
+    """Map: the fit's sample of a block, its identity and vector columns only."""
+
+    def __init__(self, column: str, seed: int, fraction: float):
+        self.column, self.seed, self.fraction = column, seed, fraction
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        from dataflow.ops.kmeans import in_sample
+
+        drawn = in_sample(np.asarray(block.column(SOURCE).to_pylist(), dtype=object), self.seed, self.fraction)
+        return block.select([SOURCE, self.column]).filter(pa.array(drawn, pa.bool_()))
+
+
+class _Fit:
+    """The one partition of the sample: the centroids, as one row (k, d, float32 bytes)."""
+
+    def __init__(self, column: str, k: int, seed: int):
+        self.column, self.k, self.seed = column, k, seed
+
+    def __call__(self, part: int, sample: pa.Table | None) -> pa.Table:
+        from dataflow.ops.kmeans import fit_sample, unit_rows
+
+        cols = from_arrow(sample) if sample is not None and sample.num_rows else {SOURCE: np.array([], object), self.column: []}
+        unit = unit_rows(cols[self.column])
+        centroids = fit_sample(cols[SOURCE], unit, self.k, self.seed)
+        return pa.table({"k": [centroids.shape[0]], "d": [centroids.shape[1]], "data": pa.array([centroids.tobytes()], pa.binary())})
+
+
+class _Assign:
+    """Map: each row's nearest centroid, as column ``CLUSTER``; the centroids come from the fit's block (a ref)."""
+
+    def __init__(self, column: str, refs: list):
+        self.column, self.refs = column, refs
+        self._centroids = None
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        from dataflow.ops.kmeans import nearest, unit_rows
+        from dataflow.ops.text.dedup_semantic import CLUSTER
+
+        if self._centroids is None:
+            self._centroids = self._load()
+        ids = nearest(unit_rows(from_arrow(block.select([self.column]))[self.column]), self._centroids) if block.num_rows else np.zeros(0, np.int64)
+        return block.append_column(CLUSTER, pa.array(ids, pa.int64()))
+
+    def _load(self) -> np.ndarray:
+        import ray
+
+        row = pa.concat_tables(ray.get(self.refs)).to_pylist()[0]
+        return np.frombuffer(row["data"], dtype=np.float32).reshape(row["k"], row["d"])
+
+
+def semantic_dedup(ds, stage, side: SideOutputs, partitions: int | None = None):
+    """``text.dedup_semantic`` (see the module docstring); ``clusters`` resolving to 1 compares all rows in one partition."""
+    from dataflow.ops.kmeans import cluster_count, sample_fraction
+    from dataflow.ops.text.dedup_semantic import CLUSTER
+
+    p = stage.call.params
+    ds = ds.materialize()  # read and upstream steps run once for the sample, the assignment and the pairs
+    rows = ds.count()  # plan-sized: one number
+    k = cluster_count(p.clusters, rows)
+    if k == 1:
+        return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
+    sample = ds.map_batches(_Sample(p.column, p.seed, sample_fraction(k, rows)), batch_format=ARROW, batch_size=None)
+    fitted = hash_shuffle([(sample, [])], 1, _Fit(p.column, k, p.seed), seed=True).materialize()
+    clustered = ds.map_batches(_Assign(p.column, fitted.to_arrow_refs()), batch_format=ARROW, batch_size=None)
+    return hash_shuffle([(clustered, [CLUSTER])], shuffle_partitions(partitions), _PartitionOp(stage, side, None))
+
+
+#: The Ray engine's own lowerings of global ops whose shuffle is neither ``partition_by`` nor ``bucketing``.
+LOWERINGS: dict[str, Callable[..., Any]] = {"text.dedup_semantic": semantic_dedup}

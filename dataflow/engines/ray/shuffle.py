@@ -15,6 +15,7 @@ from typing import Callable, Sequence, Union
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dataflow.engines.ray.compile import ARROW
 
@@ -39,15 +40,22 @@ def shuffle_partitions(configured: int | None = None) -> int:
 
 
 def _key_hash(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A process-independent hash of each value; equal values (and all nulls) hash alike."""
+    """A process-independent hash of each value; equal values (and all nulls) hash alike.
+
+    Each distinct value is hashed once (a dictionary encoding): keys repeat, and turning a value
+    into a Python string is the cost.
+    """
     import pandas as pd
 
     try:
         text = col.cast(pa.string())  # canonical: 1 and 1.0 in blocks of different types agree
-        values = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # lists, structs: their repr
         values = np.array([None if v is None else repr(v) for v in col.to_pylist()], dtype=object)
-    return pd.util.hash_array(values, categorize=False)
+        return pd.util.hash_array(values, categorize=False)
+    encoded = (text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text).dictionary_encode()
+    distinct = np.asarray(encoded.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    hashes = np.r_[pd.util.hash_array(distinct, categorize=False), pd.util.hash_array(np.array([None], dtype=object), categorize=False)]
+    return hashes[pc.fill_null(encoded.indices, len(distinct)).to_numpy(zero_copy_only=False)]
 
 
 def partition_ids(table: pa.Table, keys: Sequence[str], parts: int) -> np.ndarray:

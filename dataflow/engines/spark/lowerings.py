@@ -43,4 +43,8 @@ LOWERINGS: dict[str, Lowering] = {
     "table.window_aggregate": Lowering("window starts (explode for sliding windows), groupBy(keys, window_start).agg(...)", _fn("window_aggregate")),
     "table.window_columns": Lowering("f(...) over (partition by keys [order by order_by, __source__]) per column", _fn("window_columns")),
     "table.with_columns": Lowering("withColumn per name (SQL expressions as Columns)", _fn("with_columns")),
+    "text.dedup_semantic": Lowering(
+        "mapInArrow sample -> repartition(1).mapInArrow k-means fit -> mapInArrow nearest centroid -> groupBy(cluster).applyInArrow all pairs",
+        "dataflow.engines.spark.semantic:semantic_dedup",
+    ),
 }

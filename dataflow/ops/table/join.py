@@ -1,7 +1,6 @@
 """Join the rows with a named source of the pipeline (``sources:``) on key columns."""
 from __future__ import annotations
 
-from collections import Counter
 from typing import Literal
 
 import pyarrow as pa
@@ -36,15 +35,29 @@ def join_identity(left: str | None, right: str | None, matches: int, rank: int) 
 
 
 def _unique_identities(out: pa.Table) -> pa.Table:
-    """Replace the left identity by ``join_identity``: matches ranked by the right row's identity."""
-    left, right = out.column(SOURCE).to_pylist(), out.column(RIGHT_SOURCE).to_pylist()
-    matches = Counter(left)
-    rank: Counter = Counter()
-    ids: list[str | None] = [None] * len(left)
-    for i in sorted(range(len(left)), key=lambda i: (right[i] is not None, right[i] or "")):
-        rank[left[i]] += 1
-        ids[i] = join_identity(left[i], right[i], matches[left[i]], rank[left[i]])
-    return out.set_column(out.column_names.index(SOURCE), SOURCE, pa.array(ids, pa.string())).drop_columns([RIGHT_SOURCE])
+    """Replace the left identity by ``join_identity``: matches ranked by the right row's identity (vectorized)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    left, right = out.column(SOURCE).combine_chunks(), out.column(RIGHT_SOURCE).combine_chunks()
+    if len(left) == 0:
+        return out.drop_columns([RIGHT_SOURCE])
+    # Rank each left row's matches by (right is not null, right): sort by (left, that), count the runs.
+    keys = pa.table({"l": left, "n": pc.is_valid(right), "r": right})
+    order = pc.sort_indices(keys, sort_keys=[("l", "ascending", "at_start"), ("n", "ascending", "at_start"), ("r", "ascending", "at_start")])
+    sorted_left = left.take(order)
+    differ = pc.fill_null(pc.not_equal(sorted_left[1:], sorted_left[:-1]), True).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.r_[True, differ])
+    sizes = np.diff(np.r_[starts, len(left)])
+    pos = np.arange(len(left))
+    rank_sorted = pos - np.repeat(starts, sizes) + 1
+    count_sorted = np.repeat(sizes, sizes)
+    rank, count = np.empty_like(pos), np.empty_like(pos)
+    o = order.to_numpy()
+    rank[o], count[o] = rank_sorted, count_sorted
+    suffixed = pc.binary_join_element_wise(left.cast(pa.string()), "#match=", pa.array(rank).cast(pa.string()), "")
+    ids = pc.if_else(pc.is_null(left), right.cast(pa.string()), pc.if_else(pa.array(count > 1), suffixed, left.cast(pa.string())))
+    return out.set_column(out.column_names.index(SOURCE), SOURCE, ids).drop_columns([RIGHT_SOURCE])
 
 
 def join_arrow(left: pa.Table, right: pa.Table, on: list[str], how: str, suffix: str) -> pa.Table:

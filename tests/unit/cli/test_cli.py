@@ -163,11 +163,20 @@ sink: {uri: /o}
     assert result.exit_code == 0, result.output
     shuffles = [line.strip() for line in result.output.splitlines() if line.strip().startswith("shuffle:")]
     assert shuffles == [
-        "shuffle: groupby(partition).map_groups of both sides (the named source too) on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
+        "shuffle: a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
+        "else groupby(partition).map_groups of both sides on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
         "shuffle: groupby(partition).map_groups on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
         "shuffle: groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)",
     ]
     assert "gathered at the driver" not in result.output
+
+
+def test_explain_shows_the_semantic_dedups_kmeans_and_cluster_shuffle(tmp_path):
+    text = "name: s\nengine: ray\nsource: {uri: /t, format: parquet}\nsteps: [{op: text.dedup_semantic, params: {clusters: 100}}]\nsink: {uri: /o}\n"
+    result = CliRunner().invoke(cli, ["explain", _write(tmp_path, text)])
+    assert result.exit_code == 0, result.output
+    shuffle = next(line.strip() for line in result.output.splitlines() if line.strip().startswith("shuffle:"))
+    assert "fit k-means centroids" in shuffle and "on the cluster id" in shuffle
 
 
 def test_set_override_reaches_the_plan():
