@@ -62,5 +62,5 @@ class RayEngine(Engine):
         """A Dataset reading a run's Parquet output files in parallel, on this process's Ray (``Pipeline.to_ray``)."""
         import ray.data
 
-        self._start(options)
+        self.start(options)
         return ray.data.read_parquet(files)

@@ -74,6 +74,8 @@ class _PartitionOp:
         left = left if left is not None or self.schemas[0] is None else self.schemas[0].empty_table()
         if self.right is not None and right is None and self.schemas[1] is not None:
             right = self.schemas[1].empty_table()
+        if self.right is not None and right is None and left is not None:  # a named source without rows or schema
+            right = pa.table({k: pa.array([], left.schema.field(k).type) for k in call.params.keys if k in left.column_names})
         if left is None:  # no block at all
             return pa.table({})
         if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and getattr(call.params, "how", None) in ("right", "full"):

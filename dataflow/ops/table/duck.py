@@ -85,6 +85,17 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _fn("round_even", node.expressions[0], node.expressions[1] if len(node.expressions) > 1 else exp.Literal.number(0))
     if name == "timestamp_seconds":
         return _fn("make_timestamp", _as(exp.Mul(this=exp.paren(node.expressions[0]), expression=exp.Literal.number(1000000)), "BIGINT"))
+    if isinstance(node, (exp.Div, exp.Mod)):  # Spark: x / 0 and x % 0 are NULL (DuckDB gives inf, or fails on integers)
+        node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
+        node.set("safe", None)  # sqlglot's own NULLIF, which it leaves out for some divisors
+        return node
+    if isinstance(node, exp.Round) and not isinstance(node.parent, exp.Coalesce):
+        # Spark rounds a double's decimal form half up (-5.85 -> -5.9); DuckDB its binary value (-5.8499.. -> -5.8)
+        x, digits = node.this, node.args.get("decimals") or exp.Literal.number(0)
+        decimal = exp.TryCast(this=_as(x.copy(), "VARCHAR"), to=exp.DataType.build("DECIMAL(38, 10)", dialect="duckdb"))
+        exact = _as(exp.Round(this=decimal, decimals=digits.copy()), "DOUBLE")
+        floating = exp.In(this=_fn("typeof", x.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
+        return exp.Case(ifs=[exp.If(this=floating, true=exp.Coalesce(this=exact, expressions=[node]))], default=node.copy())
     if isinstance(node, exp.ApproxQuantile):  # Spark's answer where it is exact (n below its accuracy): rank ceil(p * n)
         return _fn("quantile_disc", node.this, node.args["quantile"])
     if isinstance(node, (exp.RegrSlope, exp.RegrIntercept, exp.Corr)):  # NaN where Spark gives NULL (x constant, one point)
@@ -109,6 +120,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
             java = re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", fmt.name))
             fmt = exp.Literal.string(java)
         text = _as(node.this, "VARCHAR")
+        if isinstance(fmt, exp.Literal) and "%z" in fmt.name:  # Java's X reads 'Z' as UTC; strptime's %z does not
+            text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
         parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
         return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")
     if isinstance(node, exp.JSONExtractScalar):  # get_json_object: NULL for text that is not JSON
@@ -124,7 +137,9 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
 
 def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
     """Return a bound Spark tree as DuckDB SQL with Spark's semantics."""
-    return tree.transform(lambda n: _rewrite(n, default_x), copy=False).sql(dialect="duckdb")
+    from dataflow.ops.table.sql import bottom_up
+
+    return bottom_up(tree, lambda n: _rewrite(n, default_x)).sql(dialect="duckdb")
 
 
 def _connection() -> duckdb.DuckDBPyConnection:

@@ -259,10 +259,27 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.Anonymous) and node.name.lower() in HELPERS:
         return exp.Anonymous(this=HELPERS[node.name.lower()], expressions=_slope_x(node, default_x))
     if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None:  # unreadable text: NULL, never a failed task
-        fmt = exp.Literal.string(Spark().generator().format_time(node)[1:-1].replace("\\'", "'"))
+        fmt = node.args["format"]
+        if isinstance(fmt, exp.Literal):  # sqlglot keeps a literal pattern in its own form: Spark's back
+            fmt = exp.Literal.string(Spark().generator().format_time(node)[1:-1].replace("\\'", "'"))
         text = exp.TryCast(this=node.this, to=exp.DataType.build("string"), safe=True)
         return exp.Anonymous(this="unix_timestamp", expressions=[exp.Anonymous(this="try_to_timestamp", expressions=[text, fmt])])
     return node
+
+
+def bottom_up(tree: exp.Expression, fn) -> exp.Expression:
+    """Replace every node by ``fn(node)``, children before their parent, so nested nodes are rewritten too
+    (sqlglot's ``transform`` does not descend into a node it has just replaced)."""
+    for node in reversed(list(tree.walk(bfs=False))):
+        parent, key, index = node.parent, node.arg_key, node.index  # fn may wrap node, which re-parents it
+        new = fn(node)
+        if new is node:
+            continue
+        if node is tree:
+            tree = new
+        else:
+            parent.set(key, new, index=index)
+    return tree
 
 
 def spark_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:
@@ -271,7 +288,7 @@ def spark_sql(tree: exp.Expression, params: dict[str, Any] | None = None, defaul
     Raises:
         KeyError: a ``:var`` with no value in ``params``.
     """
-    return _bind(tree, params).transform(lambda n: _to_spark(n, default_x), copy=False).sql(dialect="spark")
+    return bottom_up(_bind(tree, params), lambda n: _to_spark(n, default_x)).sql(dialect="spark")
 
 
 def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:

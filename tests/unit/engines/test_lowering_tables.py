@@ -16,7 +16,12 @@ def _ray_lowers(op) -> bool:
     return op.kind in ROW_WISE or op.kind is OpKind.GLOBAL
 
 
-LOWERS = {"ray": _ray_lowers, "spark": lambda op: op.name in LOWERINGS}
+def _spark_lowers(op) -> bool:
+    """Spark lowers its table's ops natively and runs row-wise table ops as Python (``EngineCaps.python_table_ops``)."""
+    return op.name in LOWERINGS or (op.modality.value == "table" and op.kind in ROW_WISE)
+
+
+LOWERS = {"ray": _ray_lowers, "spark": _spark_lowers}
 
 
 @pytest.mark.parametrize("engine", sorted(engine_caps(installed_only=False)))
