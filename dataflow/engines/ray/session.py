@@ -28,7 +28,7 @@ def ensure_ray(address: str | None = None, object_store_memory: int | None = Non
     with _INIT_LOCK:
         if "ray" in sys.modules and sys.modules["ray"].is_initialized():
             return
-        address = address or os.environ.get("RAY_ADDRESS")
+        address = address or os.environ.get("RAY_ADDRESS") or None  # an empty RAY_ADDRESS names no cluster
         warm = None if address else running()
         if address is None:
             # NOTE: read when ray is imported: keeps the driver (and a local Ray) on loopback instead of the
