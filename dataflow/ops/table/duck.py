@@ -18,14 +18,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-__all__ = ["aggregate", "keep_mask", "over_rows", "to_duckdb", "with_columns"]
+__all__ = ["aggregate", "keep_mask", "over_rows", "quoted", "to_duckdb", "with_columns"]
 
 _TABLE = "__df_batch"
 _ROW = "__df_row"
 _local = threading.local()
 
 
-def _name(name: str) -> str:
+def quoted(name: str) -> str:
+    """A column name as a DuckDB identifier."""
     return '"' + name.replace('"', '""') + '"'
 
 
@@ -89,7 +90,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
         node.set("safe", None)  # sqlglot's own NULLIF, which it leaves out for some divisors
         return node
-    if isinstance(node, exp.Round) and not isinstance(node.parent, exp.Coalesce):
+    if isinstance(node, exp.Round):
         # Spark rounds a double's decimal form half up (-5.85 -> -5.9); DuckDB its binary value (-5.8499.. -> -5.8)
         x, digits = node.this, node.args.get("decimals") or exp.Literal.number(0)
         decimal = exp.TryCast(this=_as(x.copy(), "VARCHAR"), to=exp.DataType.build("DECIMAL(38, 10)", dialect="duckdb"))
@@ -173,9 +174,9 @@ def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
     sql = f"SELECT * FROM {_TABLE}"
     for name, expr in columns.items():
         if name in names:
-            sql = f"SELECT * REPLACE (({expr}) AS {_name(name)}) FROM ({sql})"
+            sql = f"SELECT * REPLACE (({expr}) AS {quoted(name)}) FROM ({sql})"
         else:
-            sql = f"SELECT *, ({expr}) AS {_name(name)} FROM ({sql})"
+            sql = f"SELECT *, ({expr}) AS {quoted(name)} FROM ({sql})"
             names.append(name)
     return _query(table, sql)
 
@@ -192,8 +193,8 @@ def over_rows(table: pa.Table, columns: dict[str, str]) -> pa.Table:
     """Set each named column to its DuckDB window expression (``f(...) OVER (...)``); every row stays in its place."""
     indexed = table.append_column(_ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     present = set(table.column_names)
-    replaced = [f"({e}) AS {_name(n)}" for n, e in columns.items() if n in present]
-    added = [f"({e}) AS {_name(n)}" for n, e in columns.items() if n not in present]
+    replaced = [f"({e}) AS {quoted(n)}" for n, e in columns.items() if n in present]
+    added = [f"({e}) AS {quoted(n)}" for n, e in columns.items() if n not in present]
     star = f"* REPLACE ({', '.join(replaced)})" if replaced else "*"
     out = _query(indexed, f"SELECT {', '.join([star, *added])} FROM {_TABLE} ORDER BY {_ROW}")
     return _spark_integers(out.drop_columns([_ROW]))
@@ -208,6 +209,6 @@ def keep_mask(table: pa.Table, condition: str) -> np.ndarray:
 def aggregate(table: pa.Table, keys: list[str], aggregations: dict[str, str], extra: dict[str, str] | None = None) -> pa.Table:
     """One row per distinct ``keys`` (all rows when none) with each DuckDB aggregation; ``extra`` after them."""
     items = {**aggregations, **(extra or {})}
-    select = ", ".join([*(_name(k) for k in keys), *(f"({e}) AS {_name(n)}" for n, e in items.items())])
-    group = f" GROUP BY {', '.join(_name(k) for k in keys)}" if keys else ""
+    select = ", ".join([*(quoted(k) for k in keys), *(f"({e}) AS {quoted(n)}" for n, e in items.items())])
+    group = f" GROUP BY {', '.join(quoted(k) for k in keys)}" if keys else ""
     return _spark_integers(_query(table, f"SELECT {select} FROM {_TABLE}{group}"))

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
-from dataflow.ops.table.duck import _name, over_rows
+from dataflow.ops.table.duck import over_rows, quoted
 from dataflow.ops.table.sql import ORDERED_WINDOW, WindowExpr, duckdb_sql, parse_window
 from dataflow.ops.table.types import ColumnName
 
@@ -56,8 +56,8 @@ def window_columns(
         tree = parse_window(text)
         part, order = window_spec(list(keys or []), order_by, SOURCE in batch.column_names, isinstance(tree, ORDERED_WINDOW))
         over = " ".join([
-            *([f"PARTITION BY {', '.join(_name(k) for k in part)}"] if part else []),
-            *([f"ORDER BY {', '.join(f'{_name(c)} ASC NULLS FIRST' for c in order)}"] if order else []),
+            *([f"PARTITION BY {', '.join(quoted(k) for k in part)}"] if part else []),
+            *([f"ORDER BY {', '.join(f'{quoted(c)} ASC NULLS FIRST' for c in order)}"] if order else []),
         ])
         value = f"{duckdb_sql(tree, vars)} OVER ({over})"
         sql[name] = f"CAST({value} AS INTEGER)" if isinstance(tree, exp.RowNumber) else value  # Spark's row_number is an INT
