@@ -23,6 +23,9 @@ Protocols, all with ``flock`` so that a crashed process releases what it held:
   written to, or the machine rebooted) makes the next reader hash the file again; a mismatch
   drops the entry. A process remembers the stamps it verified, so its later hits skip the
   ``.meta`` read.
+
+An entry's record, stamp and fill lock live in ``cache_entries``; eviction, sweeping and
+statistics in ``cache_eviction``.
 """
 from __future__ import annotations
 
@@ -36,18 +39,17 @@ import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+
+from connectors.storage.cache_entries import STRIPES, FillLock, Meta, crc_of_fd, stamp_of
+from connectors.storage.cache_eviction import Eviction, StoreStats
 
 __all__ = ["CacheStore", "LocalCacheError", "StoreStats", "open_store"]
 
 log = logging.getLogger("dataflow.cache")
 
 LOW_WATERMARK = 0.8
-_STRIPES = 3  # hex digits of the key naming its fill lock: 4096 stripes
 _TOUCH_EVERY_S = 60.0  # LRU order is kept to the minute, so hits rarely write
-_ORPHAN_AGE_S = 3600.0
 _VERIFIED_MAX = 200_000
-_CHUNK = 8 * 1024 * 1024
 WRITE_BEHIND_BYTES = 256 * 1024 * 1024  # fetched bytes waiting for the writer thread, per process
 
 
@@ -55,98 +57,7 @@ class LocalCacheError(OSError):
     """The cache directory failed (missing, read-only, full): the caller reads from remote."""
 
 
-@dataclass
-class StoreStats:
-    """What ``dataflow cache stats`` prints."""
-
-    root: str
-    entries: int
-    bytes: int
-    max_bytes: int
-    temp_files: int
-    oldest_access: float | None
-    newest_access: float | None
-
-
-def _boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            return f.read().strip()
-    except OSError:
-        return "unknown"
-
-
-_BOOT_ID = _boot_id()
-
-
-def _stamp(st: os.stat_result) -> str:
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{_BOOT_ID}"
-
-
-def _crc_fd(fd: int, size: int) -> int:
-    crc, offset = 0, 0
-    while offset < size:
-        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
-        if not chunk:
-            break
-        crc = zlib.crc32(chunk, crc)
-        offset += len(chunk)
-    return crc
-
-
-@dataclass(frozen=True)
-class _Meta:
-    size: int
-    crc: int
-    stamp: str
-    uri: str
-    version: str
-
-    def dump(self) -> bytes:
-        return f"{self.size} {self.crc} {self.stamp}\n{self.uri}\n{self.version}\n".encode("utf-8", "surrogateescape")
-
-    @classmethod
-    def parse(cls, data: bytes) -> _Meta | None:
-        lines = data.decode("utf-8", "surrogateescape").split("\n")
-        head = lines[0].split(" ")
-        if len(lines) < 3 or len(head) != 3 or not head[0].isdigit() or not head[1].isdigit():
-            return None
-        return cls(int(head[0]), int(head[1]), head[2], lines[1], lines[2])
-
-
-class _FillLock:
-    """An exclusive flock on a key's stripe, waited for with backoff up to ``timeout`` seconds."""
-
-    def __init__(self, path: str, timeout: float):
-        self.path, self.timeout, self.fd = path, timeout, -1
-
-    def acquire(self) -> _FillLock:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline, pause = time.monotonic() + self.timeout, 0.001
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return self
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(self.fd)
-                    raise TimeoutError(f"cache fill lock {self.path} held for over {self.timeout:.0f} s by another process") from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __enter__(self) -> _FillLock:
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
-class CacheStore:
+class CacheStore(Eviction):
     """A cache directory shared by the processes of one node (see the module docstring).
 
     Args:
@@ -195,9 +106,9 @@ class CacheStore:
     def _data_path(self, key: str) -> str:
         return f"{self.objects}/{key[:2]}/{key}"
 
-    def fill_lock(self, key: str) -> _FillLock:
+    def fill_lock(self, key: str) -> FillLock:
         """The exclusive lock held while ``key`` is fetched (single flight across processes)."""
-        return _FillLock(os.path.join(self.locks, key[:_STRIPES]), self.fill_timeout)
+        return FillLock(os.path.join(self.locks, key[:STRIPES]), self.fill_timeout)
 
     # --- the usage ledger ------------------------------------------------------------------
 
@@ -249,7 +160,7 @@ class CacheStore:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)  # waits while an evictor holds LOCK_EX (briefly)
             st = os.fstat(fd)
-            stamp = _stamp(st)
+            stamp = stamp_of(st)
             seen = self._verified.get(key)
             if seen is not None and seen[0] == stamp and st.st_nlink and (expected_size is None or st.st_size == expected_size):
                 if time.time() - seen[1] > _TOUCH_EVERY_S:
@@ -264,7 +175,7 @@ class CacheStore:
                 os.close(fd)
                 return None, True
             if meta.stamp != stamp:
-                if _crc_fd(fd, st.st_size) != meta.crc:
+                if crc_of_fd(fd, st.st_size) != meta.crc:
                     os.close(fd)
                     return None, True
                 self._restamp(key, path, meta, st)
@@ -283,34 +194,34 @@ class CacheStore:
             self._verified.clear()
         self._verified[key] = (stamp, time.time())
 
-    def _read_meta(self, path: str) -> _Meta | None:
+    def _read_meta(self, path: str) -> Meta | None:
         try:
             mfd = os.open(path + ".meta", os.O_RDONLY)
         except FileNotFoundError:
             return None
         try:
             mst = os.fstat(mfd)
-            meta = _Meta.parse(os.pread(mfd, 65536, 0))
+            meta = Meta.parse(os.pread(mfd, 65536, 0))
         finally:
             os.close(mfd)
         if meta is not None and time.time() - mst.st_mtime > _TOUCH_EVERY_S:
             os.utime(path + ".meta")  # LRU: the .meta mtime is the entry's last access
         return meta
 
-    def _restamp(self, key: str, path: str, meta: _Meta, st: os.stat_result) -> None:
+    def _restamp(self, key: str, path: str, meta: Meta, st: os.stat_result) -> None:
         """Record that the content was verified again; skipped while a fill owns the key."""
-        lock = os.open(os.path.join(self.locks, key[:_STRIPES]), os.O_RDWR | os.O_CREAT, 0o644)
+        lock = os.open(os.path.join(self.locks, key[:STRIPES]), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(lock)
             return
         try:
-            self._write_meta(path, _Meta(meta.size, meta.crc, _stamp(st), meta.uri, meta.version))
+            self._write_meta(path, Meta(meta.size, meta.crc, stamp_of(st), meta.uri, meta.version))
         finally:
             os.close(lock)
 
-    def _write_meta(self, path: str, meta: _Meta) -> None:
+    def _write_meta(self, path: str, meta: Meta) -> None:
         tmp = os.path.join(self.tmp, f"{os.path.basename(path)}.meta.{os.getpid()}.{secrets.token_hex(4)}")
         with open(tmp, "wb") as f:
             f.write(meta.dump())
@@ -343,8 +254,8 @@ class CacheStore:
             old = self._existing_size(path)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             os.replace(tmp, path)
-            stamp = _stamp(os.fstat(fd))
-            self._write_meta(path, _Meta(size, crc, stamp, uri, version))
+            stamp = stamp_of(os.fstat(fd))
+            self._write_meta(path, Meta(size, crc, stamp, uri, version))
             self._remember(key, stamp)
         except OSError as exc:
             if fd >= 0 and os.path.exists(tmp):
@@ -355,7 +266,7 @@ class CacheStore:
                 os.close(fd)
         self._ledger_add(size - old)
 
-    def put_behind(self, key: str, data: bytes, uri: str, version: str, lock: _FillLock, counters=None, on_error=None) -> None:
+    def put_behind(self, key: str, data: bytes, uri: str, version: str, lock: FillLock, counters=None, on_error=None) -> None:
         """Store ``data`` from this store's writer thread, then release ``lock`` (held by the caller).
 
         The reader gets its bytes at once and the next fetch overlaps the local write; other
@@ -419,137 +330,6 @@ class CacheStore:
                 os.unlink(p)
         self._ledger_add(-size)
         log.warning("dataflow cache: dropped corrupt entry %s (size or checksum mismatch); fetching it again", key)
-
-    # --- eviction and sweeping -------------------------------------------------------------
-
-    def _scan(self) -> tuple[list[tuple[float, str, int]], int]:
-        """Return (entries as (last access, key, size), total bytes); removes orphans."""
-        entries, total, now = [], 0, time.time()
-        for sub in os.listdir(self.objects):
-            folder = os.path.join(self.objects, sub)
-            try:
-                names = set(os.listdir(folder))
-            except NotADirectoryError:
-                continue
-            for name in names:
-                if name.endswith(".meta"):
-                    if name[:-5] not in names:
-                        os.unlink(os.path.join(folder, name))
-                    continue
-                try:
-                    st = os.stat(os.path.join(folder, name))
-                except FileNotFoundError:
-                    continue
-                if name + ".meta" in names:
-                    try:
-                        access = os.stat(os.path.join(folder, name + ".meta")).st_mtime
-                    except FileNotFoundError:
-                        continue
-                elif now - st.st_mtime > _ORPHAN_AGE_S:  # renamed, but its writer died before the .meta
-                    access = 0.0
-                else:
-                    continue
-                entries.append((access, name, st.st_size))
-                total += st.st_size
-        entries.sort()
-        return entries, total
-
-    def evict(self, target: int, counters=None) -> int:
-        """Delete least recently used entries until at most ``target`` bytes remain; return how many.
-
-        Entries that are pinned by a reader or being filled are skipped. Only one process evicts
-        at a time; the others return at once.
-        """
-        lock = os.open(os.path.join(self.root, "evict.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return 0
-            entries, total = self._scan()
-            evicted = 0
-            for _, key, size in entries:
-                if total <= target:
-                    break
-                if self._evict_one(key):
-                    total -= size
-                    evicted += 1
-            self._ledger_write(total)
-        finally:
-            os.close(lock)
-        if counters is not None:
-            counters.evictions += evicted
-        return evicted
-
-    def _evict_one(self, key: str) -> bool:
-        stripe = os.open(os.path.join(self.locks, key[:_STRIPES]), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(stripe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            path = self._data_path(key)
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                return False
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    return False  # pinned by a reader
-                if os.path.exists(path + ".meta"):
-                    os.unlink(path + ".meta")
-                os.unlink(path)
-                self._remember(key, None)
-                return True
-            finally:
-                os.close(fd)
-        finally:
-            os.close(stripe)
-
-    def sweep_temps(self) -> int:
-        """Delete temp files whose writer is gone (their flock is free); return how many."""
-        swept = 0
-        for name in os.listdir(self.tmp):
-            path = os.path.join(self.tmp, name)
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            try:
-                if ".meta." in name and time.time() - os.fstat(fd).st_mtime < _ORPHAN_AGE_S:
-                    continue  # a .meta being written is not flock'ed; only old ones are stale
-                os.unlink(path)
-                swept += 1
-            except FileNotFoundError:
-                continue
-            finally:
-                os.close(fd)
-        return swept
-
-    def clear(self) -> int:
-        """Delete every entry not in use; return how many were deleted."""
-        return self.evict(0)
-
-    def stats(self) -> StoreStats:
-        """Entries, bytes and access range of the cache directory."""
-        entries, total = self._scan()
-        accessed = [a for a, _, _ in entries if a]
-        return StoreStats(
-            root=self.root,
-            entries=len(entries),
-            bytes=total,
-            max_bytes=self.max_bytes,
-            temp_files=len(os.listdir(self.tmp)),
-            oldest_access=min(accessed) if accessed else None,
-            newest_access=max(accessed) if accessed else None,
-        )
 
 
 _STORES: dict[tuple[str, int | None], CacheStore] = {}

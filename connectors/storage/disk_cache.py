@@ -8,6 +8,9 @@ a changed object is fetched again. Writes, listings and metadata go straight to 
 filesystem. The cache never fails a read: when its directory is missing, read-only or full, the
 object is read from remote and one warning is logged.
 
+Its parts: ``cache_counters`` (counters, entry versions), ``cached_file`` (the open file),
+``cache_passthrough`` (the calls that bypass the cache).
+
 Examples:
     >>> from fsspec.implementations.memory import MemoryFileSystem
     >>> import tempfile
@@ -23,15 +26,15 @@ import errno
 import hashlib
 import logging
 import os
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.spec import AbstractFileSystem
 
+from connectors.storage.cache_counters import CacheCounters, object_version
+from connectors.storage.cache_passthrough import PassThrough
 from connectors.storage.cache_store import LOW_WATERMARK, CacheStore, LocalCacheError, open_store
+from connectors.storage.cached_file import CachedFile, Got, VersionChanged
 
 __all__ = ["BLOCK_SIZE", "WHOLE_MAX", "CacheCounters", "DiskCache", "object_version"]
 
@@ -45,89 +48,7 @@ _WARNED: set[tuple[int, str]] = set()
 _BROKEN: dict[tuple[int, str], str] = {}
 
 
-@dataclass
-class CacheCounters:
-    """What one process's cache did: the run report sums these over every read task.
-
-    Attributes:
-        hits: Entries found valid (whole objects or blocks), including those another process
-            filled while this one waited.
-        misses: Entries fetched from remote and stored.
-        bytes_local: Bytes served from entries that were already cached.
-        bytes_remote: Bytes fetched from remote storage (fills and direct reads).
-        evictions: Entries this process evicted to stay under ``max_bytes``.
-        corrupt: Entries that failed their size or checksum check, dropped and fetched again.
-        direct_reads: Reads served straight from remote because the cache could not be used.
-    """
-
-    hits: int = 0
-    misses: int = 0
-    bytes_local: int = 0
-    bytes_remote: int = 0
-    evictions: int = 0
-    corrupt: int = 0
-    direct_reads: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, **deltas: int) -> None:
-        with self._lock:
-            for name, value in deltas.items():
-                setattr(self, name, getattr(self, name) + value)
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
-
-
-def object_version(info: dict[str, Any]) -> str:
-    """The version part of an entry's key: the ETag when the store has one, else size + mtime (+ inode)."""
-    etag = info.get("ETag") or info.get("etag") or info.get("md5Hash")
-    if etag:
-        return f"etag:{str(etag).strip(chr(34))}:{info.get('size')}"
-    mtime = None
-    for name in _MTIME_KEYS:
-        mtime = info.get(name)
-        if mtime:
-            break
-    return f"size:{info.get('size')}:mtime:{mtime}:ino:{info.get('ino', '')}"
-
-
-_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "modificationTime", "updated", "modified")
-
-
-class _VersionChanged(Exception):
-    """The object changed between its listing and the fetch."""
-
-
-def _read_fd(fd: int, start: int, end: int) -> bytes:
-    parts, offset = [], start
-    while offset < end:
-        chunk = os.pread(fd, end - offset, offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        offset += len(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-class _Got:
-    """An entry in hand: a pinned local fd (a hit, or a fresh fill) or the fetched bytes."""
-
-    __slots__ = ("data", "fd", "hit")
-
-    def __init__(self, fd: int | None, data: bytes | None, hit: bool):
-        self.fd, self.data, self.hit = fd, data, hit
-
-    def read(self, start: int, end: int) -> bytes:
-        return _read_fd(self.fd, start, end) if self.fd is not None else self.data[start:end]
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-class DiskCache(AbstractFileSystem):
+class DiskCache(PassThrough, AbstractFileSystem):
     """Read ``inner`` through a cache directory shared by every process of the node.
 
     Args:
@@ -225,32 +146,32 @@ class DiskCache(AbstractFileSystem):
             return self.inner.cat_file(path, start=start, end=end)
         except OSError as exc:
             if exc.errno == errno.ESTALE:
-                raise _VersionChanged(path) from exc
+                raise VersionChanged(path) from exc
             raise
 
-    def _acquire(self, store: CacheStore, key: str, size: int, path: str, version: str, fetch: Callable[[], bytes]) -> _Got:
+    def _acquire(self, store: CacheStore, key: str, size: int, path: str, version: str, fetch: Callable[[], bytes]) -> Got:
         """Return the entry ``key``: found (a hit, counted by the reader), or fetched once across processes and stored."""
         fd, _ = store.open_entry(key, size)
         if fd is not None:
-            return _Got(fd, None, True)
+            return Got(fd, None, True)
         lock = store.fill_lock(key).acquire()
         try:
             fd, corrupt = store.open_entry(key, size)
             if fd is not None:  # filled by another process while this one waited
                 lock.release()
-                return _Got(fd, None, True)
+                return Got(fd, None, True)
             if corrupt:
                 store.drop(key)
                 self.counters.add(corrupt=1)
             data = fetch()
             self.counters.add(misses=1, bytes_remote=len(data))
             if len(data) != size:
-                raise _VersionChanged(path)
+                raise VersionChanged(path)
         except BaseException:
             lock.release()
             raise
         store.put_behind(key, data, self.unstrip_protocol(path), version, lock, self.counters, on_error=lambda exc: self._local_failed(store, exc))
-        return _Got(None, data, False)
+        return Got(None, data, False)
 
     def _info(self, path: str, info: dict[str, Any] | None) -> dict[str, Any]:
         return info if info is not None and "size" in info else self.inner.info(path)
@@ -259,7 +180,7 @@ class DiskCache(AbstractFileSystem):
         self.inner.invalidate_cache(path)
         return self.inner.info(path)
 
-    def _entry(self, store: CacheStore, path: str, info: dict[str, Any], block: int | None) -> _Got:
+    def _entry(self, store: CacheStore, path: str, info: dict[str, Any], block: int | None) -> Got:
         """The whole object (``block`` None) or one block of it, through the cache."""
         size = int(info["size"])
         if block is None:
@@ -270,7 +191,7 @@ class DiskCache(AbstractFileSystem):
         if end - start > store.max_bytes:
             data = self._fetch(path, info, start, end)
             self.counters.add(misses=1, bytes_remote=len(data))
-            return _Got(None, data, False)
+            return Got(None, data, False)
         fetch = lambda: self._fetch(path, info, None if block is None else start, None if block is None else end)  # noqa: E731
         try:
             return self._acquire(store, self._key(path, version, block), end - start, path, version, fetch)
@@ -280,16 +201,16 @@ class DiskCache(AbstractFileSystem):
             self._warn_once(f"{exc}; reading directly from remote storage")
         data = self._fetch(path, info, None if block is None else start, None if block is None else end)
         self.counters.add(direct_reads=1, bytes_remote=len(data))
-        return _Got(None, data, False)
+        return Got(None, data, False)
 
     def _with_retry(self, path: str, info: dict[str, Any], read: Callable[[dict[str, Any]], Any]) -> Any:
         try:
             return read(info)
-        except _VersionChanged:
+        except VersionChanged:
             pass
         try:
             return read(self._fresh_info(path))
-        except _VersionChanged as exc:
+        except VersionChanged as exc:
             raise OSError(errno.ESTALE, f"{self.unstrip_protocol(path)} keeps changing while it is read; try again later") from exc
 
     # --- reads -----------------------------------------------------------------------------
@@ -372,141 +293,3 @@ class DiskCache(AbstractFileSystem):
             total = sum(pool.map(one, zip(paths, infos)))
         store.flush()
         return total
-
-    # --- everything else goes to the inner filesystem --------------------------------------
-
-    def ls(self, path, detail=True, **kwargs):
-        return self.inner.ls(path, detail=detail, **kwargs)
-
-    def info(self, path, **kwargs):
-        return self.inner.info(path, **kwargs)
-
-    def find(self, path, maxdepth=None, withdirs=False, detail=False, **kwargs):
-        return self.inner.find(path, maxdepth=maxdepth, withdirs=withdirs, detail=detail, **kwargs)
-
-    def glob(self, path, maxdepth=None, **kwargs):
-        return self.inner.glob(path, maxdepth=maxdepth, **kwargs)
-
-    def exists(self, path, **kwargs):
-        return self.inner.exists(path, **kwargs)
-
-    def isdir(self, path):
-        return self.inner.isdir(path)
-
-    def isfile(self, path):
-        return self.inner.isfile(path)
-
-    def makedirs(self, path, exist_ok=False):
-        return self.inner.makedirs(path, exist_ok=exist_ok)
-
-    def mkdir(self, path, create_parents=True, **kwargs):
-        return self.inner.mkdir(path, create_parents=create_parents, **kwargs)
-
-    def rmdir(self, path):
-        return self.inner.rmdir(path)
-
-    def rm_file(self, path):
-        return self.inner.rm_file(path)
-
-    def rm(self, path, recursive=False, maxdepth=None):
-        return self.inner.rm(path, recursive=recursive, maxdepth=maxdepth)
-
-    def cp_file(self, path1, path2, **kwargs):
-        return self.inner.cp_file(path1, path2, **kwargs)
-
-    def copy(self, path1, path2, recursive=False, maxdepth=None, on_error=None, **kwargs):
-        return self.inner.copy(path1, path2, recursive=recursive, maxdepth=maxdepth, on_error=on_error, **kwargs)
-
-    def mv(self, path1, path2, recursive=False, maxdepth=None, **kwargs):
-        return self.inner.mv(path1, path2, recursive=recursive, maxdepth=maxdepth, **kwargs)
-
-    def put_file(self, lpath, rpath, callback=None, mode="overwrite", **kwargs):
-        kwargs = {**kwargs, **({"callback": callback} if callback is not None else {})}
-        return self.inner.put_file(lpath, rpath, mode=mode, **kwargs)
-
-    def put(self, lpath, rpath, recursive=False, callback=None, maxdepth=None, **kwargs):
-        kwargs = {**kwargs, **({"callback": callback} if callback is not None else {})}
-        return self.inner.put(lpath, rpath, recursive=recursive, maxdepth=maxdepth, **kwargs)
-
-    def pipe_file(self, path, value, mode="overwrite", **kwargs):
-        return self.inner.pipe_file(path, value, mode=mode, **kwargs)
-
-    def touch(self, path, truncate=True, **kwargs):
-        return self.inner.touch(path, truncate=truncate, **kwargs)
-
-    def created(self, path):
-        return self.inner.created(path)
-
-    def modified(self, path):
-        return self.inner.modified(path)
-
-    def checksum(self, path):
-        return self.inner.checksum(path)
-
-    def ukey(self, path):
-        return self.inner.ukey(path)
-
-    def invalidate_cache(self, path=None):
-        return self.inner.invalidate_cache(path)
-
-
-class CachedFile(AbstractBufferedFile):
-    """A read-only file served from cache entries: the whole object, or blocks as they are touched.
-
-    The first read decides: from offset 0 on an object up to ``whole_max`` bytes, the whole object
-    is cached; otherwise (a footer first, or a large object) only the blocks read are. Entries in
-    use stay pinned until the file is closed.
-    """
-
-    _KEEP_BLOCKS = 4
-
-    def __init__(self, cache: DiskCache, path: str, info: dict[str, Any], store: CacheStore):
-        super().__init__(cache, path, mode="rb", block_size=cache.block_size, cache_type="none", size=int(info["size"]))
-        self.object_info, self.store = info, store
-        self._whole: _Got | None = None
-        self._blocks: OrderedDict[int, _Got] = OrderedDict()
-        self._by_blocks: bool | None = None
-
-    def _get(self, block: int | None) -> _Got:
-        fs: DiskCache = self.fs
-        try:
-            return fs._entry(self.store, self.path, self.object_info, block)
-        except _VersionChanged:
-            self.close()
-            raise OSError(errno.ESTALE, f"{fs.unstrip_protocol(self.path)} changed while it was open; open it again") from None
-
-    def _fetch_range(self, start: int, end: int) -> bytes:
-        fs: DiskCache = self.fs
-        if self._by_blocks is None:
-            self._by_blocks = not (start == 0 and self.size <= fs.whole_max)
-        if not self._by_blocks:
-            if self._whole is None:
-                self._whole = self._get(None)
-                fs.counters.add(hits=int(self._whole.hit))
-            chunk = self._whole.read(start, end)
-            if self._whole.hit:
-                fs.counters.add(bytes_local=len(chunk))
-            return chunk
-        bs, parts = fs.block_size, []
-        for block in range(start // bs, (end - 1) // bs + 1):
-            got = self._blocks.get(block)
-            if got is None:
-                got = self._blocks[block] = self._get(block)
-                fs.counters.add(hits=int(got.hit))
-                while len(self._blocks) > self._KEEP_BLOCKS:
-                    self._blocks.popitem(last=False)[1].close()
-            else:
-                self._blocks.move_to_end(block)
-            chunk = got.read(max(start, block * bs) - block * bs, min(end, (block + 1) * bs) - block * bs)
-            if got.hit:
-                fs.counters.add(bytes_local=len(chunk))
-            parts.append(chunk)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    def close(self) -> None:
-        if self._whole is not None:
-            self._whole.close()
-        for got in self._blocks.values():
-            got.close()
-        self._blocks.clear()
-        super().close()
