@@ -119,10 +119,12 @@ def _missing_requirements(spec, params) -> tuple[list[str], str]:
     return spec.missing(params if isinstance(params, dict) else None)
 
 
-def _check_steps(data: dict, lines: LineMap, file: str | None, installed: bool = True) -> list[SpecIssue]:
+def _check_steps(data: dict, lines: LineMap, file: str | None, installed: bool = True, specs: dict | None = None) -> list[SpecIssue]:
+    """Check each step's op and params; ``specs`` (key path -> ``StepSpec``) keep the validated param models for the plan."""
     from dataflow.ops.registry import get_op
 
     issues = []
+    specs = specs or {}
     for path, step in _raw_steps(data):
         if not isinstance(step, dict) or not isinstance(step.get("op"), str):
             continue
@@ -157,7 +159,8 @@ def _check_steps(data: dict, lines: LineMap, file: str | None, installed: bool =
                                     "(YAML reads on/off/yes/no as booleans: quote the key)"))
             continue
         try:
-            spec.params(**params)
+            # The one validation: the plan (``build_plan``) takes the model the step keeps.
+            specs[path].params_of(spec) if path in specs and not assumed else spec.params(**params)
         except pydantic.ValidationError as exc:
             issues += _issues_from_validation(exc, spec.params, (*path, "params"), lines, file, what=f"op '{spec.name}' params{assumed}")
         issues += _check_source_refs(spec, params, path, data, lines, file)
@@ -201,7 +204,7 @@ def parse_pipeline(
         spec = PipelineSpec.model_validate(data)
     except pydantic.ValidationError as exc:
         issues += _issues_from_validation(exc, PipelineSpec, (), lines, file)
-    issues += _check_steps(data, lines, file, installed)
+    issues += _check_steps(data, lines, file, installed, dict(spec.indexed_steps()) if spec else None)
     if issues:
         issues.sort(key=lambda i: (i.line or 0, i.col or 0))
         raise PipelineSpecError(issues)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 __all__ = [
     "CacheSpec",
@@ -62,6 +62,21 @@ class StepSpec(_Model):
     op: str = Field(description="A registered op name or a 'module:function' reference.")
     params: dict[str, Any] = Field(default_factory=dict, description="The op's keyword parameters.")
     resources: ResourcesSpec | None = Field(None, description="Overrides of the op's resources.")
+    _model: Any = PrivateAttr(None)
+
+    def params_of(self, op: Any) -> Any:
+        """``params`` as ``op``'s param model: validated on the first call (parse or plan time), then kept.
+
+        Raises:
+            pydantic.ValidationError: the params do not fit ``op.params``.
+        """
+        if type(self._model) is not op.params:
+            self._model = op.params(**self.params)
+        return self._model
+
+    def __eq__(self, other: object) -> bool:
+        # The kept model is a cache of ``params``: equal steps stay equal whether validated or not.
+        return type(other) is type(self) and self.__dict__ == other.__dict__
 
 
 class NamedSourceSpec(SourceSpec):

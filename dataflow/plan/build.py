@@ -20,7 +20,7 @@ def _step(index: int, path: tuple, step: StepSpec, stage: str | None) -> Step:
     op = get_op(step.op)
     resources = op.resources.merged(_resources(step.resources))
     node = _NODE_FOR_KIND[op.kind]
-    return node(index=index, op=op, params=op.params(**step.params), resources=resources, ref=step.op, where=format_path(path), stage=stage)
+    return node(index=index, op=op, params=step.params_of(op), resources=resources, ref=step.op, where=format_path(path), stage=stage)
 
 
 def source_refs(step: Step) -> list[str]:

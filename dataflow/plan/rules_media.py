@@ -46,7 +46,7 @@ class DraftJpegDecodes:
                 continue
             bound = _draft_for(step, steps[i + 1 :])
             if bound:
-                params = step.op.params(**{**step.params.model_dump(), "draft_max_side": bound})
+                params = step.params.model_copy(update={"draft_max_side": bound})  # a planned value: no second validation
                 changed[step.index] = replace(step, params=params)
         if not changed:
             return plan

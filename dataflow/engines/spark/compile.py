@@ -6,11 +6,11 @@ Each table op is lowered to native DataFrame operations by its entry in ``loweri
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from connectors.registry import scheme_of
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
+from dataflow.ops.declare import Params
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.python_steps import PYTHON_LOWERING, python_allowed
 from dataflow.plan.columns import named_by, needed_after
@@ -45,7 +45,7 @@ class SparkStep:
 
     index: int
     name: str
-    params: dict[str, Any]
+    params: Params  # the plan's validated model, read by attribute
     path: str
     kind: str
     needed_after: frozenset[str] | None = None  # the columns later steps and the sink read (None: all)
@@ -116,11 +116,11 @@ def _lower_read(node: Read, counted: bool = True) -> SparkRead:
 def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
     if node.op.name not in LOWERINGS and python_allowed(node.op):
         call = StepCall(index=node.index, op=node.op, params=node.params)
-        return SparkStep(index=node.index, name=node.op.name, params={}, path=node.path, kind="python", needed_after=needed, drops_rows=node.op.drops_rows, call=call)
+        return SparkStep(index=node.index, name=node.op.name, params=node.params, path=node.path, kind="python", needed_after=needed, drops_rows=node.op.drops_rows, call=call)
     if node.op.name not in LOWERINGS:
         have = ", ".join(sorted(LOWERINGS))
         raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")
-    return SparkStep(index=node.index, name=node.op.name, params=node.params.model_dump(), path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=node.op.drops_rows)
+    return SparkStep(index=node.index, name=node.op.name, params=node.params, path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=node.op.drops_rows)
 
 
 _STEP_NODES = (FusedMap, Map, Filter, FlatMap, Shuffle)

@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col, sql_literal, sql_name
+from dataflow.ops.registry import get_op
 from dataflow.ops.table.types import SPARK_TYPES
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
@@ -269,7 +270,9 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
     # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
     lines = lines.withColumnRenamed("text", JSON_LINE)
-    step = SparkStep(index=-1, name="table.parse_json", params={"fields": fields, "column": JSON_LINE}, path="read", kind="map")
+    # Built, not validated: inferred fields may hold Spark DDL types the op's param model does not take.
+    params = get_op("table.parse_json").params.model_construct(fields=fields, column=JSON_LINE)
+    step = SparkStep(index=-1, name="table.parse_json", params=params, path="read", kind="map")
     undecodable = _undecodable(lines)
     fused = undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
     return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))

@@ -74,9 +74,9 @@ def _pairs(step: SparkStep, cluster: str):
         from dataflow.ops.registry import get_op
 
         p = step.params
-        batch = {SOURCE: np.asarray(table.column(SOURCE).to_pylist(), dtype=object), p["column"]: _matrix(table.column(p["column"]), p["column"]),
+        batch = {SOURCE: np.asarray(table.column(SOURCE).to_pylist(), dtype=object), p.column: _matrix(table.column(p.column), p.column),
                  cluster: table.column(cluster).to_numpy(), _ROW: np.arange(table.num_rows)}
-        kept = get_op(step.name)(batch, **p)[_ROW]
+        kept = get_op(step.name).bind(p)(batch)[_ROW]
         return table.take(pa.array(kept, pa.int64())).drop_columns([cluster])
 
     return fn
@@ -85,10 +85,9 @@ def _pairs(step: SparkStep, cluster: str):
 def semantic_dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
     """Lower ``text.dedup_semantic`` (see the module docstring); ``clusters`` resolving to 1 puts every row in one group."""
     from dataflow.ops.kmeans import cluster_count, sample_fraction
-    from dataflow.ops.registry import get_op
     from dataflow.ops.text.dedup_semantic import CLUSTER
 
-    p = get_op(step.name).params(**step.params)
+    p = step.params
     rows = df.count()
     k = cluster_count(p.clusters, rows)
     with_cluster = StructType([*df.schema.fields, StructField(CLUSTER, LongType())])

@@ -68,23 +68,23 @@ class Checked:
 
 
 def _vars(step: SparkStep) -> dict[str, Any]:
-    return step.params.get("vars") or {}
+    return getattr(step.params, "vars", None) or {}
 
 
 def _select(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    keep = list(dict.fromkeys([*step.params["columns"], *([SOURCE] if SOURCE in df.columns else [])]))
+    keep = list(dict.fromkeys([*step.params.columns, *([SOURCE] if SOURCE in df.columns else [])]))
     return df.select(*[col(c) for c in keep])
 
 
 def _filter_rows(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    return df.where(F.expr(spark_sql(parse(step.params["where"]), _vars(step))))
+    return df.where(F.expr(spark_sql(parse(step.params.where), _vars(step))))
 
 
 def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
     # One withColumns per run of expressions that read none of the names set before them in it:
     # the same result as one withColumn each, with fewer plans for Spark to analyse.
     batch: dict[str, Column] = {}
-    for name, text in step.params["columns"].items():
+    for name, text in step.params.columns.items():
         tree = parse(text)
         if columns_of(tree) & batch.keys():
             df, batch = df.withColumns(batch), {}
@@ -93,7 +93,7 @@ def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
 
 
 def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
-    fields, column = step.params["fields"], step.params["column"]
+    fields, column = step.params.fields, step.params.column
     # A field's type is a type name, or a Spark DDL type from the JSONL reader's inference.
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{_CORRUPT} STRING"])  # no fields: only empty files
     text = sql_name(column)
@@ -113,7 +113,7 @@ def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
 
 
 def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
-    column, mode, pattern = step.params["column"], step.params["on_mismatch"], step.params["pattern"]
+    column, mode, pattern = step.params.column, step.params.on_mismatch, step.params.pattern
     text = col(column)
     tried = [(name, *java_pattern(regex)) for name, regex in named_patterns(pattern).items()]
     hits = [text.rlike(regex) & text.isNotNull() for _, regex, _ in tried]
@@ -133,7 +133,7 @@ def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
         value = first_match(values)
         columns[group] = F.when(value != "", value)
     if isinstance(pattern, dict):
-        columns[step.params["pattern_column"]] = first_match([F.lit(name) for name, _, _ in tried])
+        columns[step.params.pattern_column] = first_match([F.lit(name) for name, _, _ in tried])
     df = df.withColumns(columns)
     if mode != "error":
         return df
@@ -142,7 +142,7 @@ def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
 
 
 def _cast(df: DataFrame, step: SparkStep, named) -> Checked:
-    columns = step.params["columns"]
+    columns = step.params.columns
     flags = {f"__df_failed_{i}": col(n).isNotNull() & col(n).try_cast(SPARK_TYPES[t]).isNull() for i, (n, t) in enumerate(columns.items())}
     df = df.withColumns(flags)
     df = df.withColumns({**{n: col(n).try_cast(SPARK_TYPES[t]) for n, t in columns.items()}, BAD: reduce(operator.or_, [F.col(f) for f in flags])})
@@ -151,8 +151,8 @@ def _cast(df: DataFrame, step: SparkStep, named) -> Checked:
 
 
 def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    keys = dedup_keys(df.columns, step.params.get("keys"))
-    order_by, keep = step.params.get("order_by"), step.params.get("keep", "first")
+    keys = dedup_keys(df.columns, step.params.keys)
+    order_by, keep = step.params.order_by, step.params.keep
     order = []
     if order_by is not None:
         order.append(col(order_by).desc_nulls_last() if keep == "last" else col(order_by).asc_nulls_first())
@@ -172,14 +172,14 @@ def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, Any], param
 
 
 def _aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    parsed = {n: parse_aggregation(t) for n, t in step.params["aggregations"].items()}
-    return _grouped(df, list(step.params.get("keys") or []), parsed, _vars(step))
+    parsed = {n: parse_aggregation(t) for n, t in step.params.aggregations.items()}
+    return _grouped(df, list(step.params.keys or []), parsed, _vars(step))
 
 
 def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
     p = step.params
-    keys, time, size = list(p.get("keys") or []), p["time_column"], int(p["size"])
-    slide = int(p.get("slide") or size)
+    keys, time, size = list(p.keys or []), p.time_column, int(p.size)
+    slide = int(p.slide or size)
     t = col(time)
     df = df.where(t.isNotNull())
     last = F.floor(t.cast("double") / F.lit(float(slide))) * F.lit(slide)
@@ -190,7 +190,7 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
         first = (last - F.lit((count - 1) * slide)).cast("bigint")
         starts = F.sequence(first, last.cast("bigint"), F.lit(slide).cast("bigint"))
         df = df.withColumn("window_start", F.explode(starts)).where(F.col("window_start") + F.lit(size) > t)
-    parsed = {n: parse_aggregation(text, implicit_x=True) for n, text in p["aggregations"].items()}
+    parsed = {n: parse_aggregation(text, implicit_x=True) for n, text in p.aggregations.items()}
     out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=time)
     out = out.withColumn("window_end", F.col("window_start") + F.lit(size))
     if slide < size and SOURCE in out.columns:
@@ -201,9 +201,9 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
 def _window_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
     p = step.params
     columns: dict[str, Column] = {}
-    for name, text in p["columns"].items():
+    for name, text in p.columns.items():
         tree = parse_window(text)
-        part, order = window_spec(list(p.get("keys") or []), p.get("order_by"), SOURCE in df.columns, isinstance(tree, ORDERED_WINDOW))
+        part, order = window_spec(list(p.keys or []), p.order_by, SOURCE in df.columns, isinstance(tree, ORDERED_WINDOW))
         window = Window.partitionBy(*[col(k) for k in part]).orderBy(*[col(c).asc_nulls_first() for c in order])
         columns[name] = F.expr(spark_sql(tree, _vars(step))).over(window if order else Window.partitionBy(*[col(k) for k in part]))
     return df.withColumns(columns)
@@ -214,11 +214,11 @@ _HOW = {"inner": "inner", "left": "left", "right": "right", "full": "full", "sem
 
 def _join(df: DataFrame, step: SparkStep, named: dict[str, DataFrame]) -> DataFrame:
     p = step.params
-    keys, how = list(p["keys"]), p["how"]
-    right = named[p["right"]]
+    keys, how = list(p.keys), p.how
+    right = named[p.right]
     paired = SOURCE in df.columns and SOURCE in right.columns and how not in ("semi", "anti")
     right = right.withColumnRenamed(SOURCE, RIGHT_SOURCE) if paired else right.drop(SOURCE)
-    renames = right_renames(df.columns, right.columns, keys, p["suffix"])
+    renames = right_renames(df.columns, right.columns, keys, p.suffix)
     right = right.select(*[col(c).alias(renames.get(c, c)) for c in right.columns])
     left_types = dict(df.dtypes)
     for k in keys:
