@@ -2,10 +2,14 @@
 
 Kept sorted (a test checks). A scheme that is not listed falls back to any fsspec protocol that
 is installed; a missing package is reported with the command that installs it. Core code and
-both engines get filesystems, formats and the cache tier only from here.
+both engines get filesystems, formats and the cache tier only from here: this module is the whole
+facade core code may call (one short lazy-importing function per service), hence its length.
+What a scheme is (local, read through the cache, atomic rename) is declared on its storage class
+(``connectors.storage.traits``) and asked with ``storage_traits``.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import posixpath
@@ -38,6 +42,7 @@ __all__ = [
     "read_parquet_part",
     "scheme_of",
     "scratch_dir",
+    "storage_traits",
     "strip_scheme",
     "to_uri",
     "warm_cache",
@@ -50,7 +55,7 @@ STORAGE: dict[str, dict[str, str]] = {
     "file": {"class": "connectors.storage.local:LocalStorage"},
     "gs": {"class": "gcsfs:GCSFileSystem", "err": "pip install gcsfs"},
     "hdfs": {"class": "connectors.storage.hdfs:HdfsStorage", "err": "pip install pyarrow; the node needs a JVM (JAVA_HOME), libhdfs (ARROW_LIBHDFS_DIR or HADOOP_HOME) and CLASSPATH=$(hadoop classpath --glob)"},
-    "memory": {"class": "fsspec.implementations.memory:MemoryFileSystem"},
+    "memory": {"class": "connectors.storage.memory:MemoryStorage"},
     "s3": {"class": "connectors.storage.s3:S3Storage", "err": "pip install s3fs"},
     "webhdfs": {"class": "connectors.storage.webhdfs:WebHdfsStorage", "err": "pip install requests"},
 }
@@ -65,8 +70,6 @@ FORMATS: dict[str, dict[str, str]] = {
 _ALIASES = {"s3a": "s3", "local": "file", "abfs": "az", "gcs": "gs", "swebhdfs": "webhdfs"}
 # The URI's netloc names a server (host:port, user@), not the first part of the path.
 _HOST_SCHEMES = frozenset({"hdfs", "webhdfs"})
-# Schemes read through the cache tier when one is configured (local and in-memory data are not).
-_UNCACHED = frozenset({"file", "memory"})
 
 
 def parse_size(value: int | float | str) -> int:
@@ -83,6 +86,44 @@ def _load(entry: dict[str, str], what: str) -> Any:
     except ImportError as exc:
         hint = entry.get("err", f"pip install the package providing '{module}'")
         raise ConnectorError(f"{what} needs a package that is not installed ({exc.name}); run: {hint}") from exc
+
+
+def _storage_class(scheme: str, uri: str) -> type:
+    import fsspec
+
+    entry = STORAGE.get(scheme)
+    if entry is not None:
+        return _load(entry, f"storage '{scheme}://'")
+    try:
+        return fsspec.get_filesystem_class(scheme)
+    except ValueError as exc:
+        known = ", ".join(sorted(STORAGE))
+        raise ConnectorError(f"unknown storage scheme '{scheme}://' in '{uri}' (expected one of: {known}, or an installed fsspec protocol)") from exc
+    except ImportError as exc:
+        raise ConnectorError(f"storage '{scheme}://' needs a package that is not installed: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=None)
+def _scheme_traits(scheme: str):
+    from connectors.storage.traits import REMOTE, traits_of
+
+    try:
+        return traits_of(_storage_class(scheme, f"{scheme}://"))
+    except ConnectorError:  # not installed here (a cluster image has it): remote object storage
+        return REMOTE
+
+
+def storage_traits(where):
+    """What the storage of a URI or a filesystem is (``connectors.storage.traits.StorageTraits``).
+
+    Local or remote, read through the cache tier, atomic rename: declared by the storage class.
+    A scheme whose package is not installed here reads as remote object storage.
+    """
+    if isinstance(where, str):
+        return _scheme_traits(scheme_of(where))
+    from connectors.storage.traits import traits_of
+
+    return traits_of(type(where))
 
 
 def scheme_of(uri: str) -> str:
@@ -147,29 +188,19 @@ def filesystem(uri: str, storage_options: dict[str, dict[str, Any]] | None = Non
     Args:
         uri: Any URI of the storage (a file, a folder, a glob).
         storage_options: The pipeline's ``storage.options``: fsspec keywords per scheme.
-        cache: The cache tier, ``{dir, max_bytes}`` (``storage.cache`` resolved by the runner).
-            Remote schemes are then read through ``DiskCache``; local paths never are.
+        cache: The cache tier, a ``CacheSettings`` or ``{dir, max_bytes}`` (``storage.cache``
+            resolved once, ``dataflow.runtime.settings``). Storage whose class reads through
+            the cache (``read_through_cache``) is then read through ``DiskCache``.
 
     Raises:
         ConnectorError: unknown scheme, its package is not installed, or it rejects the options.
     """
-    import fsspec
-
     scheme = scheme_of(uri)
     options = dict((storage_options or {}).get(scheme, {}))
     if scheme in _HOST_SCHEMES:
         options = _server_options(uri, options)
     entry = STORAGE.get(scheme)
-    if entry is not None:
-        cls = _load(entry, f"storage '{scheme}://'")
-    else:
-        try:
-            cls = fsspec.get_filesystem_class(scheme)
-        except ValueError as exc:
-            known = ", ".join(sorted(STORAGE))
-            raise ConnectorError(f"unknown storage scheme '{scheme}://' in '{uri}' (expected one of: {known}, or an installed fsspec protocol)") from exc
-        except ImportError as exc:
-            raise ConnectorError(f"storage '{scheme}://' needs a package that is not installed: {exc}") from exc
+    cls = _storage_class(scheme, uri)
     try:
         fs = cls(**options)
     except TypeError as exc:
@@ -178,12 +209,18 @@ def filesystem(uri: str, storage_options: dict[str, dict[str, Any]] | None = Non
         hint = entry.get("err", "") if entry else ""
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise ConnectorError(f"storage '{scheme}://' in '{uri}' could not be set up: {first}" + (f" ({hint})" if hint else "")) from exc
-    if cache and cache.get("dir") and scheme not in _UNCACHED:
+    cache = _cache_options(cache)
+    if cache and cache.get("dir") and _scheme_traits(scheme).read_through_cache:
         from connectors.storage.disk_cache import DiskCache
 
         extra = {k: cache[k] for k in ("block_size", "whole_max") if cache.get(k)}
         fs = DiskCache(inner=fs, dir=cache["dir"], max_bytes=cache.get("max_bytes"), **extra)
     return fs
+
+
+def _cache_options(cache) -> dict[str, Any] | None:
+    """``cache`` as ``{dir, max_bytes, ...}``: given so, or as ``dataflow.runtime.settings.CacheSettings``."""
+    return cache if cache is None or isinstance(cache, dict) else cache.as_options()
 
 
 def cache_counters(fs) -> dict[str, int] | None:
@@ -192,22 +229,24 @@ def cache_counters(fs) -> dict[str, int] | None:
     return counters.snapshot() if counters is not None and hasattr(counters, "snapshot") else None
 
 
-def cache_store(cache: dict[str, Any]):
-    """Open the cache directory of ``cache`` (``{dir, max_bytes}``) for stats and clearing.
+def cache_store(cache):
+    """Open the cache directory of ``cache`` (``{dir, max_bytes}`` or a ``CacheSettings``) for stats and clearing.
 
     Raises:
         ConnectorError: the directory cannot be created or written.
     """
     from connectors.storage.cache_store import LocalCacheError, open_store
 
+    cache = _cache_options(cache)
     try:
         return open_store(cache["dir"], cache.get("max_bytes"))
     except LocalCacheError as exc:
         raise ConnectorError(f"{exc} (set storage.cache.dir, --cache-dir or DATAFLOW_CACHE_DIR to a writable node-local folder)") from exc
 
 
-def check_cache(cache: dict[str, Any] | None) -> str | None:
+def check_cache(cache) -> str | None:
     """Return why the cache directory cannot be used here, or None when it can (or none is set)."""
+    cache = _cache_options(cache)
     if not cache or not cache.get("dir"):
         return None
     try:
@@ -217,7 +256,7 @@ def check_cache(cache: dict[str, Any] | None) -> str | None:
     return None
 
 
-def warm_cache(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None, cache: dict[str, Any], jobs: int = 8) -> tuple[int, int]:
+def warm_cache(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None, cache, jobs: int = 8) -> tuple[int, int]:
     """Fetch a source's files into the cache tier; return (files, bytes).
 
     Raises:
@@ -225,7 +264,7 @@ def warm_cache(uri: str, fmt: str, options: dict[str, Any], storage_options: dic
     """
     from connectors.listing import list_entries
 
-    if scheme_of(uri) in _UNCACHED:
+    if not storage_traits(uri).read_through_cache:
         raise ConnectorError(f"'{uri}' is local storage: the cache tier only holds remote data (s3://, hdfs://, ...)")
     fs = filesystem(uri, storage_options, cache=cache)
     entries = list_entries(fs, uri, strip_scheme(uri), fmt, options)

@@ -29,7 +29,7 @@ from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
-from dataflow.runtime.settings import resolve_cache
+from dataflow.runtime.settings import resolve_settings
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
 
@@ -199,7 +199,7 @@ def _shard_context(
 
 
 def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
-    """The run's cache tier (``dataflow.runtime.settings.resolve_cache``), or None when it is off or unusable.
+    """The run's cache tier (``RunSettings.cache``, ``dataflow.runtime.settings``), or None when it is off or unusable.
 
     A directory that cannot be used is reported once here, and the run reads directly from remote storage.
     """
@@ -207,7 +207,7 @@ def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | No
 
     from connectors.registry import check_cache
 
-    settings = resolve_cache(spec.storage.cache, dir=options.cache_dir)
+    settings = resolve_settings(spec, cache_dir=options.cache_dir).cache
     if settings is None:
         return None
     cache = settings.as_options()

@@ -48,5 +48,9 @@ def hdfs_arguments(options: dict[str, Any]) -> dict[str, Any]:
 class HdfsStorage(HadoopFileSystem):
     """``hdfs://namenode:port/path``; options are those of :data:`HDFS_OPTIONS`."""
 
+    is_local = False
+    read_through_cache = True
+    atomic_rename = True
+
     def __init__(self, **options):
         super().__init__(**hdfs_arguments(options))

@@ -41,6 +41,10 @@ class S3Storage(S3FileSystem):
     credentials fall back to the standard AWS environment variables and profiles.
     """
 
+    is_local = False
+    read_through_cache = True
+    atomic_rename = False
+
     def __init__(self, **kwargs):
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         if endpoint and "endpoint_url" not in kwargs and "endpoint_url" not in kwargs.get("client_kwargs", {}):

@@ -49,5 +49,9 @@ def webhdfs_arguments(options: dict[str, Any]) -> dict[str, Any]:
 class WebHdfsStorage(WebHDFS):
     """``webhdfs://namenode:port/path``; options are those of :data:`WEBHDFS_OPTIONS`."""
 
+    is_local = False
+    read_through_cache = True
+    atomic_rename = True
+
     def __init__(self, **options):
         super().__init__(**webhdfs_arguments(options))

@@ -1,7 +1,7 @@
 """``dataflow cache stats | clear | warm``: inspect, empty and prefill the node-local cache tier.
 
 The directory is ``--cache-dir``, else ``DATAFLOW_CACHE_DIR``, else the pipeline's
-``storage.cache.dir`` (``--pipeline``): ``dataflow.runtime.settings.resolve_cache``.
+``storage.cache.dir`` (``--pipeline``): ``dataflow.runtime.settings.resolve_settings``.
 """
 from __future__ import annotations
 
@@ -34,23 +34,24 @@ def _spec(pipeline_path: str | None):
     return load_pipeline(pipeline_path)
 
 
-def _config(cache_dir: str | None, spec, max_bytes: str | None = None) -> dict[str, Any]:
+def _settings(cache_dir: str | None, spec, max_bytes: str | None = None, pairs: tuple[str, ...] = ()):
+    """The run settings these flags, the environment and the pipeline resolve to (``resolve_settings``); a cache is required."""
     from dataflow.errors import DataflowError
-    from dataflow.runtime.settings import resolve_cache
+    from dataflow.runtime.settings import resolve_settings
 
     try:
-        settings = resolve_cache(spec.storage.cache if spec is not None else None, dir=cache_dir or None, max_bytes=max_bytes or None)
+        settings = resolve_settings(spec, cache_dir=cache_dir or None, max_bytes=max_bytes or None, options=_option_pairs(pairs))
     except DataflowError as exc:
         raise click.BadParameter(str(exc), param_hint="--max-bytes") from exc
-    if settings is None:
+    if settings.cache is None:
         raise click.UsageError("no cache directory: pass --cache-dir, set DATAFLOW_CACHE_DIR, or --pipeline with storage.cache.dir")
-    return settings.as_options()
+    return settings
 
 
-def _storage_options(pairs: tuple[str, ...], spec) -> dict[str, dict[str, Any]]:
+def _option_pairs(pairs: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     import yaml
 
-    out = {k: dict(v) for k, v in (spec.storage.options.items() if spec is not None else ())}
+    out: dict[str, dict[str, Any]] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         scheme, dot, name = key.partition(".")
@@ -88,7 +89,7 @@ def stats(cache_dir, pipeline_path):
     """
     from connectors.registry import cache_store
 
-    st = cache_store(_config(cache_dir, _spec(pipeline_path))).stats()
+    st = cache_store(_settings(cache_dir, _spec(pipeline_path)).cache).stats()
     rows = [
         ("directory", st.root),
         ("entries", f"{st.entries:,}"),
@@ -117,7 +118,7 @@ def clear(cache_dir, pipeline_path):
     """
     from connectors.registry import cache_store
 
-    store = cache_store(_config(cache_dir, _spec(pipeline_path)))
+    store = cache_store(_settings(cache_dir, _spec(pipeline_path)).cache)
     deleted = store.clear()
     left = store.stats()
     click.echo(f"{store.root}: deleted {deleted:,} entries" + (f"; {left.entries:,} in use were kept" if left.entries else ""))
@@ -144,8 +145,7 @@ def warm(uris, cache_dir, pipeline_path, max_bytes, fmt, pairs, jobs):
     from connectors.registry import warm_cache
 
     spec = _spec(pipeline_path)
-    config = _config(cache_dir, spec, max_bytes)
-    storage = _storage_options(pairs, spec)
+    settings = _settings(cache_dir, spec, max_bytes, pairs)
     targets = [(u, fmt, {}) for u in uris]
     if not targets and spec is not None:
         targets = [(spec.source.uri, spec.source.format, dict(spec.source.options))]
@@ -154,6 +154,6 @@ def warm(uris, cache_dir, pipeline_path, max_bytes, fmt, pairs, jobs):
     start = time.monotonic()
     files = size = 0
     for uri, source_fmt, options in targets:
-        n, b = warm_cache(uri, source_fmt, options, storage, config, jobs=jobs)
+        n, b = warm_cache(uri, source_fmt, options, settings.storage_options, settings.cache, jobs=jobs)
         files, size = files + n, size + b
-    click.echo(f"warmed {files:,} files ({_human(size)}) into {config['dir']} in {time.monotonic() - start:.1f} s")
+    click.echo(f"warmed {files:,} files ({_human(size)}) into {settings.cache.dir} in {time.monotonic() - start:.1f} s")

@@ -12,24 +12,14 @@ from typing import Any
 
 from dataflow.dsl.yaml_io import LineMap, format_path
 from dataflow.errors import PipelineSpecError, SpecIssue
+from dataflow.runtime.credentials import looks_secret
 
 __all__ = ["check_env", "check_pipeline_credentials", "looks_secret", "referenced_variables"]
 
-_SECRET_WORDS = {"secret", "secrets", "password", "passwd", "pwd", "token", "credential", "credentials", "apikey"}
-_SECRET_PAIRS = {("access", "key"), ("api", "key"), ("private", "key"), ("key", "id"), ("secret", "key"), ("account", "key")}
-_WORD_RE = re.compile(r"[a-z0-9]+")
 _ONLY_REFERENCE_RE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _REFERENCE_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-[^}]*)?\}")
 _URI_USERINFO_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/@\s]*:[^/@\s]+@")
 _FIX = "write ${VAR} instead and map VAR to a Secret in the cluster config (secret_env or env_from_secrets)"
-
-
-def looks_secret(name: str) -> bool:
-    """Tell whether a key or variable name names a credential (``secret``, ``AWS_SECRET_ACCESS_KEY``, ``key``)."""
-    words = _WORD_RE.findall(name.lower())
-    if words == ["key"] or any(w in _SECRET_WORDS for w in words):
-        return True
-    return any(pair in _SECRET_PAIRS for pair in zip(words, words[1:]))
 
 
 def _walk(node: Any, path: tuple = ()):

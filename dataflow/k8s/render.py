@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from connectors.registry import scheme_of
+from connectors.registry import storage_traits
 from dataflow.dsl.parse import locate_issues, parse_pipeline
 from dataflow.dsl.yaml_io import load
 from dataflow.errors import PipelineSpecError, PlanError, SpecIssue
@@ -39,8 +39,9 @@ from dataflow.k8s.volcano import queue_object, ray_labels, volcano_settings
 from dataflow.engines.registry import engine_caps
 from dataflow.plan.nodes import LogicalPlan
 from dataflow.plan.planner import plan_pipeline
+from dataflow.runtime.settings import RunSettings, resolve_settings
 
-__all__ = ["ManifestError", "Rendered", "TARGETS", "image_extras", "render_pipeline", "render_plan"]
+__all__ = ["ManifestError", "Rendered", "TARGETS", "image_extras", "pod_settings", "render_pipeline", "render_plan"]
 
 PIPELINE_KEY = "pipeline.yaml"
 # NOTE: stands in for Secret-provided variables while planning; the plan never reaches a manifest.
@@ -48,8 +49,6 @@ _SECRET_PLACEHOLDER = "<from-secret>"
 _BUILDERS = {"ray": ray_job, "spark": spark_application}
 # auto: the operator object of each stage's engine; job: plain batch/v1 Jobs (map-only pipelines).
 TARGETS = ("auto", "job")
-# Sinks on the pod's own filesystem: the shards of a Job would land in different pods.
-_POD_LOCAL_SCHEMES = frozenset({"file", "memory"})
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -129,7 +128,7 @@ def _commit_sink(plan: LogicalPlan) -> str:
             "sink.uri: refers to a variable only a Secret provides, but the commit Job's command carries the "
             "sink in plain text; set that variable in the cluster config's env"
         )
-    if scheme_of(uri) in _POD_LOCAL_SCHEMES:
+    if storage_traits(uri).is_local:
         raise PlanError(
             f"sink.uri: {uri!r} is on the pod's own filesystem, and every pod of a Job has its own, so the commit "
             "Job would find no shards (expected shared storage such as s3://, gs:// or hdfs://; a ${VAR} in the "
@@ -143,9 +142,9 @@ def render_plan(
 ) -> Rendered:
     """Render an optimized plan whose pipeline file reads ``pipeline_text``.
 
-    The cache volume is mounted at the pipeline's ``storage.cache.dir`` when it declares one, else at
-    the config's ``cache.dir``; the pods' ``DATAFLOW_CACHE_DIR`` names the same folder (the variable
-    wins over YAML in ``dataflow run``, see ``dataflow.runtime.settings``).
+    The cache volume is mounted where the pods' settings resolve the cache (``pod_settings``: the
+    config's ``env``, else the pipeline's ``storage.cache.dir``, else the config's ``cache.dir``);
+    the pods' ``DATAFLOW_CACHE_DIR`` names the same folder.
 
     Raises:
         PlanError: a stage's engine has no Kubernetes operator; with ``target="job"``, a global step
@@ -163,10 +162,10 @@ def render_plan(
     if target == "job":
         check_map_only(plan)
     stages = plan_stages(plan)
-    declared = plan.spec.storage.cache
-    if declared is not None and declared.dir != config.cache.dir:
-        # NOTE: the pipeline asks for its own cache folder: the volume and DATAFLOW_CACHE_DIR go there.
-        config = config.model_copy(update={"cache": config.cache.model_copy(update={"dir": declared.dir})})
+    settings = pod_settings(plan, config)
+    if settings.cache.dir != config.cache.dir:
+        # NOTE: the pipeline (or the config's env) names its own cache folder: the volume and DATAFLOW_CACHE_DIR go there.
+        config = config.model_copy(update={"cache": config.cache.model_copy(update={"dir": settings.cache.dir})})
     volcano = volcano_settings(config, config_file)
     base = config.name or dns_name(plan.spec.name)
     labels = _labels(config, base)
@@ -200,6 +199,13 @@ def render_plan(
             )
     _check(objects, named_by_config=config.name is not None)
     return Rendered(objects=tuple(objects), stages=stages)
+
+
+def pod_settings(plan: LogicalPlan, config: ClusterConfig) -> RunSettings:
+    """The run settings the pods resolve (``resolve_settings``): their environment is the config's ``env``,
+    and the cache directory nothing else names is the config's ``cache.dir``; credentials come from its Secrets."""
+    secrets = tuple({ref.secret for ref in config.secret_env.values()} | set(config.env_from_secrets))
+    return resolve_settings(plan.spec, environ=config.env, default_cache_dir=config.cache.dir, secrets=secrets)
 
 
 def _check(objects: list[dict[str, Any]], *, named_by_config: bool) -> None:

@@ -109,8 +109,9 @@ def sweep_tmp(fs, layout: SinkLayout) -> None:
 
 
 def _is_object_store(fs) -> bool:
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
-    return not {"file", "local", "memory"} & set(protocols)
+    from connectors.registry import storage_traits
+
+    return not storage_traits(fs).is_local
 
 
 def _write_atomic(fs, path: str, data: bytes, tmp_dir: str) -> None:

@@ -49,8 +49,8 @@ def is_disk_error(text: str) -> bool:
 
 def disk_error_hint(sink_uri: str) -> str:
     """What to do about a disk error, naming the folders it can come from: the scratch folder, a local sink."""
-    from connectors.registry import scheme_of, scratch_dir
+    from connectors.registry import scratch_dir, storage_traits
 
     scratch = scratch_dir()
-    where = f"scratch folder '{scratch}'" + (f" or sink '{sink_uri}'" if scheme_of(sink_uri) == "file" else "")
+    where = f"scratch folder '{scratch}'" + (f" or sink '{sink_uri}'" if storage_traits(sink_uri).is_local else "")
     return f"a local disk is full or not writable ({where}): free space there or set DATAFLOW_SCRATCH_DIR to another folder; nothing was published"
