@@ -9,7 +9,7 @@ import time
 import zlib
 from dataclasses import dataclass
 
-__all__ = ["CHUNK", "STRIPES", "FillLock", "Meta", "crc_of_fd", "stamp_of"]
+__all__ = ["CHUNK", "STRIPES", "FillLock", "Meta", "crc_of_fd", "size_on_disk", "stamp_of"]
 
 STRIPES = 3  # hex digits of the key naming its fill lock: 4096 stripes
 CHUNK = 8 * 1024 * 1024
@@ -29,6 +29,14 @@ _BOOT_ID = _boot_id()
 def stamp_of(st: os.stat_result) -> str:
     """A data file's inode, size, mtime, ctime and the boot id: unchanged means not written to since."""
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{_BOOT_ID}"
+
+
+def size_on_disk(path: str) -> int:
+    """The size of an entry's data file, 0 when there is none."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def crc_of_fd(fd: int, size: int) -> int:

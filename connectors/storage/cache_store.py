@@ -40,7 +40,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-from connectors.storage.cache_entries import STRIPES, FillLock, Meta, crc_of_fd, stamp_of
+from connectors.storage.cache_entries import STRIPES, FillLock, Meta, crc_of_fd, size_on_disk, stamp_of
 from connectors.storage.cache_eviction import Eviction, StoreStats
 
 __all__ = ["CacheStore", "LocalCacheError", "StoreStats", "open_store"]
@@ -251,7 +251,7 @@ class CacheStore(Eviction):
             while written < size:
                 written += os.write(fd, view[written:])
             crc = zlib.crc32(data)
-            old = self._existing_size(path)
+            old = size_on_disk(path)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             os.replace(tmp, path)
             stamp = stamp_of(os.fstat(fd))
@@ -313,17 +313,10 @@ class CacheStore(Eviction):
         for future in list(self._inflight):
             future.exception()
 
-    @staticmethod
-    def _existing_size(path: str) -> int:
-        try:
-            return os.stat(path).st_size
-        except FileNotFoundError:
-            return 0
-
     def drop(self, key: str) -> None:
         """Remove a corrupt entry; the caller holds ``fill_lock(key)``."""
         path = self._data_path(key)
-        size = self._existing_size(path)
+        size = size_on_disk(path)
         self._remember(key, None)
         for p in (path + ".meta", path):
             if os.path.exists(p):
