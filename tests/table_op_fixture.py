@@ -26,4 +26,4 @@ def lower_double(df, step, named):
     """Spark: the same op as native DataFrame operations."""
     from pyspark.sql import functions as F
 
-    return df.withColumn(step.params["into"], F.col(step.params["column"]) * 2)
+    return df.withColumn(step.params.into, F.col(step.params.column) * 2)
