@@ -137,10 +137,12 @@ def run_pipeline(
         sweep_tmp(fs, layout)
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=1) as lister:
-        listing = lister.submit(list_source, source.uri, source.format, source.options, storage)
+        from dataflow.runtime.held import held_listing  # zerocopy hook: an in-memory source is its one input
+
+        listing = lister.submit(held_listing if source.in_memory else list_source, source.uri, source.format, source.options, storage)
         engine.start(options)  # on this (the main) thread, while the inputs are listed
         inputs, skipped = listing.result()
-    if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
+    if source.format == "parquet" and inputs and not source.in_memory:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, parquet_schema(inputs[0], storage))
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
     whole = shard is None and engine.caps.partitions_inputs
@@ -151,7 +153,7 @@ def run_pipeline(
     progress = Progress(fs, layout.root)
     state = {
         "pipeline_hash": pipeline_hash(spec),
-        "input_fingerprint": input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
+        "input_fingerprint": source.uri if source.in_memory else input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
         "shards": len(shards),
         "skipped": skipped,  # files the extension filter left out, for the report
         # Storage options may hold credentials: they are never written (commit reads them from env).
