@@ -16,7 +16,7 @@ from typing import Any
 
 from dataflow.errors import RunError
 
-__all__ = ["HELD_SCHEME", "hold", "held", "held_listing", "release", "staging_folder"]
+__all__ = ["HELD_SCHEME", "first_rows", "hold", "held", "held_listing", "release", "staging_folder"]
 
 HELD_SCHEME = "held"
 _STAGING: list[str] = []
@@ -60,3 +60,21 @@ def held_listing(uri: str, *_: Any) -> tuple[list[str], dict[str, Any]]:
 def release(uri: str) -> None:
     """Drop the object held under ``uri``."""
     _HELD.pop(uri, None)
+
+
+def first_rows(uri: str, name: str, n: int):
+    """The first ``n`` rows of a held source as a ``pyarrow.Table`` with ``__source__`` (``Pipeline.preview``)."""
+    import pyarrow as pa
+
+    from dataflow.columns import SOURCE
+
+    obj = held(uri)
+    if isinstance(obj, pa.Table):
+        table = obj.slice(0, n)
+    elif hasattr(obj, "toArrow"):  # a Spark DataFrame
+        table = obj.limit(n).toArrow()
+    else:  # a Ray Dataset: n rows to this process
+        table = pa.Table.from_pylist(obj.take(n))
+    if SOURCE not in table.column_names:
+        table = table.append_column(SOURCE, pa.array([f"memory:{name}#row={i}" for i in range(table.num_rows)], pa.string()))
+    return table
