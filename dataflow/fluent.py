@@ -3,9 +3,17 @@
 Transforms (``map_batches``, ``filter``, ``select``, ``with_column(s)``) append steps and run
 nothing. Results plan and run only what they need: ``take``/``show``/``schema`` run the steps on
 the first inputs without writing; ``count``, ``to_arrow``, ``to_pandas``, ``to_huggingface``,
-``to_ray``, ``to_spark`` and ``iter_batches`` run the pipeline once into a Parquet folder in this
-process's staging area (kept for that Pipeline object, so a second result does not run it again)
-and read it back: every row is accounted for and bad rows land in that folder's ``_errors/``.
+``to_ray``, ``to_spark`` and ``iter_batches`` run the pipeline once (kept for that Pipeline
+object, so a second result does not run it again) through ``dataflow.results``: the engine keeps
+its output in memory (Ray: the materialized Dataset, its blocks in the object store; Spark: the
+persisted DataFrame) and ``to_ray``/``to_spark`` return it as is. ``to_arrow`` puts the Arrow
+blocks side by side (fetched from Ray's object store without copying on this node; Spark's
+``toArrow`` copies once out of the JVM); ``to_pandas`` shares a column's buffer where the type
+allows (fixed width, no nulls, one chunk); ``to_huggingface`` wraps the Arrow table. Every row
+is accounted for and bad rows land in a staging folder's ``_errors/`` (``report.errors``); no
+data file is written, except the Parquet handoff of a plan that runs on Spark and then Ray, and
+another engine's output asked for (``to_spark`` of a Ray run). A plan whose engine cannot hold
+its output runs into a staged Parquet folder instead.
 All of them use one Ray session (and one Spark session) per process, started on first use.
 Output rows keep ``__source__`` (their lineage); their order is not the input's.
 """

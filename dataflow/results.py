@@ -34,8 +34,9 @@ class Held:
 def hold_pipeline(spec: PipelineSpec, options: RunOptions) -> Held | None:
     """Run ``spec`` (its sink: the staging folder for counters and errors) into the engine's memory.
 
-    Returns None where the engine cannot hold its output (a mixed Spark -> Ray plan hands rows
-    over through Parquet): the caller then runs it to a staged Parquet sink.
+    A mixed plan (Spark, then Ray) still hands its rows from one engine to the next through
+    Parquet; its last engine holds the output. Returns None where the engine cannot hold its
+    output: the caller then runs it to a staged Parquet sink.
 
     Raises:
         UnbalancedCountsError, BudgetExceededError: as ``run_pipeline``.
@@ -61,9 +62,10 @@ def hold_pipeline(spec: PipelineSpec, options: RunOptions) -> Held | None:
             n = table.num_rows
             stats = {-1: StepStats(rows_in=n, rows_out=n)}
             return Held("arrow", table, run_report(spec, "memory", stats, [WrittenFile("<memory>", n, table.nbytes)], 0.0))
-    _, optimized, engine, job = compile_pipeline(spec)
+    logical, optimized, engine, job = compile_pipeline(spec)
     if not hasattr(engine, "hold"):
         return None
+    _check_input_types(spec, logical)
     folder = spec.sink.uri.rstrip("/")
     side = SideOutputs(uri=folder, storage_options={}, stats_dir=posixpath.join(folder, "_stats"), errors_dir=posixpath.join(folder, "_errors"))
     ctx = RunContext(run_id=uuid.uuid4().hex[:12], tmp_data=posixpath.join(folder, "_tmp"), side=side, storage_options=spec.storage.options)
@@ -84,4 +86,22 @@ def hold_pipeline(spec: PipelineSpec, options: RunOptions) -> Held | None:
     if problem:
         report.failure = f"error budget exceeded: {problem}"
         raise BudgetExceededError(f"{report.failure}. Top reasons: {top_reasons(fs, [side.errors_dir])}. Records are in {report.errors}", report)
-    return Held(engine.name, value, report)
+    return Held(getattr(engine, "engines", [engine])[-1].name, value, report)  # a mixed plan's output is its last engine's
+
+
+def _check_input_types(spec: PipelineSpec, logical) -> None:
+    """Wrong column types of a Parquet or held Arrow input are plan errors, as in ``run_pipeline``."""
+    from connectors.registry import list_files, parquet_schema
+    from dataflow.plan.input_types import check_input_types
+    from dataflow.runtime.held import held_schema
+
+    source, storage = spec.source, spec.storage.options
+    if source.format != "parquet":
+        return
+    if source.in_memory:
+        schema = held_schema(source.uri)
+    else:
+        files = list_files(source.uri, source.format, source.options, storage)
+        schema = parquet_schema(files[0], storage) if files else None
+    if schema is not None:
+        check_input_types(logical, schema)

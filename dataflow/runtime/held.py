@@ -16,7 +16,7 @@ from typing import Any
 
 from dataflow.errors import RunError
 
-__all__ = ["HELD_SCHEME", "first_rows", "hold", "held", "held_listing", "release", "staging_folder"]
+__all__ = ["HELD_SCHEME", "first_rows", "hold", "held", "held_listing", "held_schema", "release", "staging_folder"]
 
 HELD_SCHEME = "held"
 _STAGING: list[str] = []
@@ -78,3 +78,11 @@ def first_rows(uri: str, name: str, n: int):
     if SOURCE not in table.column_names:
         table = table.append_column(SOURCE, pa.array([f"memory:{name}#row={i}" for i in range(table.num_rows)], pa.string()))
     return table
+
+
+def held_schema(uri: str):
+    """The Arrow schema of a held Arrow table (what the plan's input type check reads), else None (a Ray or Spark dataset: known only by running it)."""
+    import pyarrow as pa
+
+    obj = held(uri)
+    return obj.schema if isinstance(obj, pa.Table) else None

@@ -89,3 +89,18 @@ def test_arrow_into_spark_goes_over_arrow_not_files(spark_local):
     assert out.inputFiles() == [] and sorted(r["m"] for r in out.collect()) == list(range(1, 21))
     assert set(r["__source__"] for r in out.collect()) == {f"memory:arw#row={i}" for i in range(20)}
     assert not [f for f in _staged() - before if f.suffix == ".parquet"]
+
+
+def test_a_spark_then_ray_plan_hands_over_through_parquet_and_ray_holds_the_output(spark_local, ray_local):
+    from ray.data.dataset import MaterializedDataset
+
+    df = spark_local.createDataFrame(pd.DataFrame({"n": list(range(10)), "text": [f"  Row {i} " for i in range(10)]}))
+    p = dataflow.from_spark(df, name="mix").filter("n < 5").apply("text.normalize")
+    assert "engine: spark -> ray" in p.explain()
+    out = p.to_ray()
+    assert isinstance(out, MaterializedDataset) and out.count() == 5
+    report = p._run_once().report
+    assert report.engine == "spark+ray" and (report.rows_in, report.rows_out) == (10, 5)
+    folder = pathlib.Path(report.output)
+    assert [f for f in folder.rglob("*.parquet") if "handoff-1" in f.parts]  # the documented handoff between engines
+    assert not [f for f in folder.rglob("*.parquet") if "handoff-1" not in f.parts]  # the output itself stays in Ray
