@@ -91,16 +91,34 @@ def test_arrow_into_spark_goes_over_arrow_not_files(spark_local):
     assert not [f for f in _staged() - before if f.suffix == ".parquet"]
 
 
-def test_a_spark_then_ray_plan_hands_over_through_parquet_and_ray_holds_the_output(spark_local, ray_local):
+def test_a_spark_dataframe_on_ray_is_handed_over_through_parquet_and_ray_holds_the_output(spark_local, ray_local):
     from ray.data.dataset import MaterializedDataset
 
     df = spark_local.createDataFrame(pd.DataFrame({"n": list(range(10)), "text": [f"  Row {i} " for i in range(10)]}))
     p = dataflow.from_spark(df, name="mix").filter("n < 5").apply("text.normalize")
-    assert "engine: spark -> ray" in p.explain()
+    assert "engine: ray" in p.explain()  # a text step: the planner puts the whole plan on Ray
+    before = _staged()
     out = p.to_ray()
     assert isinstance(out, MaterializedDataset) and out.count() == 5
     report = p._run_once().report
+    assert (report.rows_in, report.rows_out) == (10, 10 - 5)
+    parquet = [f for f in _staged() - before if f.suffix == ".parquet"]
+    assert parquet and all(f.parent.name.startswith("mix-spark-") for f in parquet)  # the documented handoff between engines, not the output
+
+
+def test_a_spark_then_ray_plan_hands_over_through_parquet_and_ray_holds_the_output(spark_local, ray_local):
+    from ray.data.dataset import MaterializedDataset
+
+    df = spark_local.createDataFrame(pd.DataFrame({"n": list(range(10)), "text": [f"  Row {i} " for i in range(10)]}))
+    stages = [
+        {"name": "pick", "engine": "spark", "steps": [{"op": "table.filter_rows", "params": {"where": "n < 5"}}]},
+        {"name": "clean", "steps": [{"op": "text.normalize"}]},
+    ]
+    p = dataflow.Pipeline({**dataflow.from_spark(df, name="mix")._data, "stages": stages})
+    assert "engine: spark -> ray" in p.explain()
+    out = p.to_ray()
+    assert isinstance(out, MaterializedDataset) and sorted(out.to_pandas()["text"]) == [f"Row {i}" for i in range(5)]
+    report = p._run_once().report
     assert report.engine == "spark+ray" and (report.rows_in, report.rows_out) == (10, 5)
-    folder = pathlib.Path(report.output)
-    assert [f for f in folder.rglob("*.parquet") if "handoff-1" in f.parts]  # the documented handoff between engines
-    assert not [f for f in folder.rglob("*.parquet") if "handoff-1" not in f.parts]  # the output itself stays in Ray
+    parquet = list(pathlib.Path(report.output).rglob("*.parquet"))
+    assert parquet and all("handoff-1" in f.parts for f in parquet)  # the documented handoff; the output stays in Ray
