@@ -30,18 +30,23 @@ HELD_ROWS_PER_BLOCK = 10_000
 
 
 class CountRead:
-    """The read of an in-memory source, per Arrow block: ``__source__`` where missing, and the read counters."""
+    """The read of an in-memory source, per Arrow block: ``__source__`` where missing, and the read counters.
+
+    A block is named by its Ray task and its place in that task, which a retried task repeats:
+    its counters are written again under the same name, not counted twice.
+    """
 
     def __init__(self, name: str, side: SideOutputs):
-        self.name, self.side = name, side
+        self.name, self.side, self.calls = name, side, 0
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        import ray
+
+        part = f"{(ray.get_runtime_context().get_task_id() or uuid.uuid4().hex)[:16]}-{self.calls}"
+        self.calls += 1
         if SOURCE not in batch.column_names:
-            part = uuid.uuid4().hex[:12]
             batch = batch.append_column(SOURCE, pa.array([f"memory:{self.name}#part={part},row={i}" for i in range(batch.num_rows)], pa.string()))
-        lineage = batch.column(SOURCE)
-        key = batch_key([lineage[0].as_py(), lineage[-1].as_py(), batch.num_rows] if batch.num_rows else [uuid.uuid4().hex])
-        self.side.write("read", key, [], {READ_STEP: StepStats(rows_in=batch.num_rows, rows_out=batch.num_rows)})
+        self.side.write("read", batch_key([self.name, part]), [], {READ_STEP: StepStats(rows_in=batch.num_rows, rows_out=batch.num_rows)})
         return batch
 
 
