@@ -7,6 +7,8 @@ import pathlib
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as pads
+import pytest
 
 import dataflow
 from dataflow.runtime import held
@@ -122,3 +124,16 @@ def test_a_spark_then_ray_plan_hands_over_through_parquet_and_ray_holds_the_outp
     assert report.engine == "spark+ray" and (report.rows_in, report.rows_out) == (10, 5)
     parquet = list(pathlib.Path(report.output).rglob("*.parquet"))
     assert parquet and all("handoff-1" in f.parts for f in parquet)  # the documented handoff; the output stays in Ray
+
+
+@pytest.mark.parametrize("engine", ["ray", "spark"])
+def test_an_in_memory_source_runs_to_a_sink_and_commits(engine, request, tmp_path):
+    request.getfixturevalue(f"{engine}_local")
+    p = dataflow.from_arrow(pa.table({"n": list(range(30))}), name="sunk").with_engine(engine).filter("n % 3 = 0")
+    before = _staged()
+    report = p.write(str(tmp_path / "out")).run(progress=False)
+    assert report.published and (report.rows_in, report.rows_out, report.engine) == (30, 10, engine)
+    back = pads.dataset(str(tmp_path / "out"), format="parquet").to_table()
+    assert sorted(back.column("n").to_pylist()) == list(range(0, 30, 3))
+    assert set(back.column("__source__").to_pylist()) == {f"memory:sunk#row={i}" for i in range(0, 30, 3)}
+    assert _staged() == before  # the input was never staged
