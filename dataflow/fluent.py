@@ -134,7 +134,7 @@ class DatasetMethods:
         return held.value if held.kind == "ray" else get_engine("ray").from_held(held.value, held.kind)
 
     def to_spark(self):
-        """The output as a Spark DataFrame (on this process's Spark session): on Spark, the run's own (persisted) DataFrame."""
+        """The output as a Spark DataFrame (on this process's Spark session): on Spark, the run's own DataFrame, persisted (``unpersist()`` frees it)."""
         from dataflow.engines.registry import get_engine
 
         held = self._run_once()

@@ -12,10 +12,11 @@ and the engine reads it when the pipeline runs.
 - Spark reads a DataFrame (``from_spark``) as is (its ``__source__`` is a lazy column), and an
   Arrow table with ``spark.createDataFrame`` (Arrow-based; Spark copies the rows into the JVM).
 - A handoff between engines still goes through Parquet in this process's staging folder
-  (``staging_folder``, removed at exit): a Spark DataFrame on Ray, a Ray Dataset on Spark.
+  (``staging_folder``, removed at exit): a Spark DataFrame on Ray, a Ray Dataset on Spark, a
+  plan that runs on Spark and then on Ray.
 
 Rows held by the driver get ``__source__`` = ``memory:<name>#row=N``; a Ray dataset's rows
-``memory:<name>#part=<batch>,row=N`` (Ray gives no global row number); a Spark DataFrame's
+``memory:<name>#part=<task>-<block>,row=N`` (Ray gives no global row number); a Spark DataFrame's
 ``memory:<name>#id=N`` (``monotonically_increasing_id``). Rows that already have a ``__source__``
 keep it. A pipeline from Spark leaves the engine to the planner (Spark for its native table
 steps), the others run on Ray (a notebook's engine; ``with_engine`` changes it). An in-memory
