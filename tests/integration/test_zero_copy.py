@@ -137,3 +137,11 @@ def test_an_in_memory_source_runs_to_a_sink_and_commits(engine, request, tmp_pat
     assert sorted(back.column("n").to_pylist()) == list(range(0, 30, 3))
     assert set(back.column("__source__").to_pylist()) == {f"memory:sunk#row={i}" for i in range(0, 30, 3)}
     assert _staged() == before  # the input was never staged
+
+
+def test_a_held_result_keeps_the_error_budget(ray_local):
+    from dataflow.runner import BudgetExceededError
+
+    p = dataflow.from_items([{"n": i} for i in range(20)], name="budget").map_batches(_refuse_13, batch_format="row").with_errors(max_errors=0)
+    with pytest.raises(BudgetExceededError, match="1 row errors exceed errors.max_errors=0.*thirteen is refused"):
+        p.to_pandas()
