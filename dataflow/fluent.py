@@ -3,9 +3,17 @@
 Transforms (``map_batches``, ``filter``, ``select``, ``with_column(s)``) append steps and run
 nothing. Results plan and run only what they need: ``take``/``show``/``schema`` run the steps on
 the first inputs without writing; ``count``, ``to_arrow``, ``to_pandas``, ``to_huggingface``,
-``to_ray``, ``to_spark`` and ``iter_batches`` run the pipeline once into a Parquet folder in this
-process's staging area (kept for that Pipeline object, so a second result does not run it again)
-and read it back: every row is accounted for and bad rows land in that folder's ``_errors/``.
+``to_ray``, ``to_spark`` and ``iter_batches`` run the pipeline once (kept for that Pipeline
+object, so a second result does not run it again) through ``dataflow.results``: the engine keeps
+its output in memory (Ray: the materialized Dataset, its blocks in the object store; Spark: the
+persisted DataFrame) and ``to_ray``/``to_spark`` return it as is. ``to_arrow`` puts the Arrow
+blocks side by side (fetched from Ray's object store without copying on this node; Spark's
+``toArrow`` copies once out of the JVM); ``to_pandas`` shares a column's buffer where the type
+allows (fixed width, no nulls, one chunk); ``to_huggingface`` wraps the Arrow table. Every row
+is accounted for and bad rows land in a staging folder's ``_errors/`` (``report.errors``); no
+data file is written, except the Parquet handoff of a plan that runs on Spark and then Ray, and
+another engine's output asked for (``to_spark`` of a Ray run). A plan whose engine cannot hold
+its output runs into a staged Parquet folder instead.
 All of them use one Ray session (and one Spark session) per process, started on first use.
 Output rows keep ``__source__`` (their lineage); their order is not the input's.
 """
@@ -29,7 +37,7 @@ class DatasetMethods:
     """Mixed into ``Pipeline``; every transform returns a new Pipeline."""
 
     _data: dict[str, Any]
-    _output: tuple[str, Any] | None = None  # (staged Parquet folder, RunReport) once run for a result
+    _output: Any = None  # the dataflow.results.Held output, once run for a result
 
     # -- transforms ---------------------------------------------------------------------------
     def map_batches(
@@ -91,15 +99,26 @@ class DatasetMethods:
 
     def count(self) -> int:
         """The number of output rows (runs the pipeline)."""
-        return int(self._run_once()[1].rows_out)
+        return int(self._run_once().report.rows_out)
 
     def to_arrow(self):
-        """The output as one ``pyarrow.Table`` (runs the pipeline)."""
-        return self._dataset().to_table()
+        """The output as one ``pyarrow.Table`` (runs the pipeline) over the engine's Arrow blocks, not a copy of them."""
+        held = self._run_once()
+        if held.kind == "arrow":
+            return held.value
+        if held.kind == "ray":
+            from dataflow.engines.ray.memory_io import arrow_table
+
+            return arrow_table(held.value)
+        if held.kind == "spark":
+            return held.value.toArrow()
+        import pyarrow.dataset as pads
+
+        return pads.dataset(held.value, format="parquet").to_table()  # leaves out _dataflow/ and _errors/
 
     def to_pandas(self):
-        """The output as a pandas DataFrame (runs the pipeline)."""
-        return self.to_arrow().to_pandas()
+        """The output as a pandas DataFrame (runs the pipeline); a column shares its Arrow buffer where the types allow."""
+        return self.to_arrow().to_pandas(split_blocks=True)
 
     def to_huggingface(self):
         """The output as a Hugging Face ``datasets.Dataset`` over its Arrow table (no copy)."""
@@ -108,20 +127,22 @@ class DatasetMethods:
         return datasets.Dataset(self.to_arrow())
 
     def to_ray(self):
-        """The output as a ``ray.data.Dataset`` reading the staged Parquet in parallel (on this process's Ray)."""
+        """The output as a ``ray.data.Dataset`` (on this process's Ray): on Ray, the run's own materialized blocks."""
         from dataflow.engines.registry import get_engine
 
-        return get_engine("ray").read_output(self._files())
+        held = self._run_once()
+        return held.value if held.kind == "ray" else get_engine("ray").from_held(held.value, held.kind)
 
     def to_spark(self):
-        """The output as a Spark DataFrame reading the staged Parquet (on this process's Spark session)."""
+        """The output as a Spark DataFrame (on this process's Spark session): on Spark, the run's own DataFrame, persisted (``unpersist()`` frees it)."""
         from dataflow.engines.registry import get_engine
 
-        return get_engine("spark").read_output(self._files())
+        held = self._run_once()
+        return held.value if held.kind == "spark" else get_engine("spark").from_held(held.value, held.kind)
 
     def iter_batches(self, batch_size: int = 1024, batch_format: str = "pyarrow") -> Iterator[Any]:
         """Stream the output in batches of up to ``batch_size`` rows: pyarrow (RecordBatch), pandas or numpy (dict of arrays)."""
-        for batch in self._dataset().to_batches(batch_size=batch_size):
+        for batch in self.to_arrow().to_batches(max_chunksize=batch_size):
             if batch_format == "pandas":
                 yield batch.to_pandas()
             elif batch_format == "numpy":
@@ -130,22 +151,17 @@ class DatasetMethods:
                 yield batch
 
     # -- the one run behind the results -------------------------------------------------------
-    def _run_once(self) -> tuple[str, Any]:
+    def _run_once(self):
+        """The output, computed once per Pipeline object: held by the engine (``dataflow.results``), else staged Parquet."""
         if self._output is None:
             from dataflow.dsl.parse import parse_pipeline
             from dataflow.engines.base import RunOptions
-            from dataflow.memory import staging_folder
+            from dataflow.runtime.held import staging_folder
+            from dataflow.results import Held, hold_pipeline
             from dataflow.runner import run_pipeline
 
-            folder = staging_folder("output")
+            folder = staging_folder("output")  # counters and row errors (and the output, where the engine cannot hold it)
             spec = parse_pipeline({**self._data, "sink": {"uri": folder, "format": "parquet"}})
-            self._output = (folder, run_pipeline(spec, RunOptions(progress=False)))
+            options = RunOptions(progress=False)
+            self._output = hold_pipeline(spec, options) or Held("parquet", folder, run_pipeline(spec, options))
         return self._output
-
-    def _files(self) -> list[str]:
-        return sorted(self._dataset().files)
-
-    def _dataset(self):
-        import pyarrow.dataset as pads
-
-        return pads.dataset(self._run_once()[0], format="parquet")  # leaves out _dataflow/ and _errors/

@@ -121,7 +121,7 @@ class Pipeline(DatasetMethods):
         """The logical plan, the optimized plan with engines, and the lowered engine job."""
         from dataflow.engines.registry import explain_pipeline
 
-        # Without a sink, the results (to_pandas, count...) write to a staging folder.
+        # Without a sink, the results (to_pandas, count...) keep their counters and errors in a staging folder.
         data = self._data if "sink" in self._data else {**self._data, "sink": {"uri": "<staging folder>/output", "format": "parquet"}}
         return explain_pipeline(parse_pipeline(data))
 

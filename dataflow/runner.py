@@ -137,11 +137,14 @@ def run_pipeline(
         sweep_tmp(fs, layout)
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=1) as lister:
-        listing = lister.submit(list_source, source.uri, source.format, source.options, storage)
+        from dataflow.runtime.held import held_listing, held_schema  # zerocopy hook: an in-memory source is its one input
+
+        listing = lister.submit(held_listing if source.in_memory else list_source, source.uri, source.format, source.options, storage)
         engine.start(options)  # on this (the main) thread, while the inputs are listed
         inputs, skipped = listing.result()
-    if source.format == "parquet" and inputs:  # the schema is known: wrong column types are plan errors
-        check_input_types(logical, parquet_schema(inputs[0], storage))
+    schema = (held_schema(source.uri) if source.in_memory else parquet_schema(inputs[0], storage)) if source.format == "parquet" and inputs else None
+    if schema is not None:  # the schema is known: wrong column types are plan errors
+        check_input_types(logical, schema)
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
     whole = shard is None and engine.caps.partitions_inputs
     shards = make_shards(
@@ -151,7 +154,7 @@ def run_pipeline(
     progress = Progress(fs, layout.root)
     state = {
         "pipeline_hash": pipeline_hash(spec),
-        "input_fingerprint": input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
+        "input_fingerprint": source.uri if source.in_memory else input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
         "shards": len(shards),
         "skipped": skipped,  # files the extension filter left out, for the report
         # Storage options may hold credentials: they are never written (commit reads them from env).

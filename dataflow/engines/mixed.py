@@ -53,13 +53,24 @@ class MixedEngine(Engine):
         return self.engines[k], self.engines[k].compile(plan), sub
 
     def execute(self, job: MixedJob, ctx: RunContext, options: RunOptions) -> list[Any]:
+        return self._run(job, ctx, options, hold=False)
+
+    def hold(self, job: MixedJob, ctx: RunContext, options: RunOptions) -> tuple[Any, int]:
+        """Run the segments in order (each handoff through Parquet), the last one into its engine's memory (``Engine.hold``)."""
+        return self._run(job, ctx, options, hold=True)
+
+    def _run(self, job: MixedJob, ctx: RunContext, options: RunOptions, hold: bool):
         from connectors.registry import filesystem
 
         written: list[Any] = []
+        held = None
         for k in range(len(job.segments)):
             engine, sub_job, sub = self._segment(job, k, ctx, ctx.inputs)
             handed = sum(f.rows for f in written)
-            written = engine.execute(sub_job, sub, options)
+            if hold and k == len(job.segments) - 1:
+                held = engine.hold(sub_job, sub, options)
+            else:
+                written = engine.execute(sub_job, sub, options)
             if k > 0:
                 fs = filesystem(ctx.side.uri, ctx.storage_options)
                 stats = read_stats(fs, [sub.side.stats_dir])
@@ -71,7 +82,7 @@ class MixedEngine(Engine):
                     )
                 ctx.side.write(f"handoff-{k}", uuid.uuid4().hex[:12], [], stats)
                 fs.rm(sub.side.stats_dir, recursive=True)
-        return written
+        return held if hold else written
 
     def take(self, job: MixedJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         for k in range(len(job.segments) - 1):

@@ -156,7 +156,7 @@ def render_plan(
         raise PlanError(f"target {target!r}: expected one of {', '.join(TARGETS)}")
     if plan.spec.source.in_memory:
         raise PlanError(
-            f"source: '{plan.spec.source.in_memory}' is an in-memory source (from_pandas, from_ray, ...), staged on this machine only; "
+            f"source: '{plan.spec.source.in_memory}' is an in-memory source (from_pandas, from_ray, ...), held by this process only; "
             "a cluster cannot read it: write the data to storage the cluster reads (s3://, hdfs://) and read that"
         )
     if target == "job":

@@ -19,7 +19,7 @@ def _resources(res) -> str:
 def _describe(node, engine: bool) -> list[str]:
     tag = f"  [engine={node.engine}]" if engine and node.engine else ""
     if isinstance(node, Read) and node.source.in_memory:
-        return [f"Read[memory] name={node.source.in_memory} staged as Parquet at {node.source.uri}{tag}",
+        return [f"Read[memory] name={node.source.in_memory} held by this process at {node.source.uri}{tag}",
                 "    in memory: not resumable (a new process does not have these rows) and not renderable for Kubernetes"]
     if isinstance(node, Read):
         opts = f" options={node.source.options}" if node.source.options else ""

@@ -93,6 +93,10 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
     from connectors.registry import filesystem, line_reader, list_files, open_lines, parquet_parts, read_parquet_part, strip_scheme
 
     source, storage = spec.source, spec.storage.options
+    if source.in_memory:  # rows this process holds (dataflow.memory), no files
+        from dataflow.runtime.held import first_rows
+
+        return from_arrow(first_rows(source.uri, source.in_memory, n)), []
     files = list_files(source.uri, source.format, source.options, storage)
     fs = filesystem(source.uri, storage)
     if source.format in MEDIA_FORMATS:

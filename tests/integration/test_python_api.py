@@ -79,9 +79,9 @@ def test_spark_dataframe_in_native_and_python_steps_and_spark_dataframe_out(spar
     out = p.to_spark().toPandas().sort_values("n")
     assert out["half"].tolist() == [0.0, 0.5, 1.0, 2.0] and out["m"].tolist() == [0, 2, 4, 8]
     assert all(s.startswith("memory:sdf#id=") for s in out["__source__"])
-    folder, report = p._run_once()
+    report = p._run_once().report
     assert (report.rows_in, report.rows_out, report.rows_errored) == (40, 4, 1)
-    errors = [json.loads(line) for f in sorted((pathlib.Path(folder) / "_errors").glob("*.jsonl")) for line in f.read_text().splitlines()]
+    errors = [json.loads(line) for f in sorted(pathlib.Path(report.errors).glob("*.jsonl")) for line in f.read_text().splitlines()]
     assert [(e["op"], e["error_type"], e["reason"]) for e in errors] == [(p._data["steps"][2]["op"], "RowError", "three is refused")]
 
 

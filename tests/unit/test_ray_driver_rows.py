@@ -20,6 +20,8 @@ ALLOWED = {
     ("global_ops.py", "_load", "get"): "_Assign._load, in a map task (never the driver): the one centroid row",
     ("global_ops.py", "apply_global", "to_arrow_refs"): "a join's small right side (at most broadcast_bytes): refs handed to the map tasks, not rows",
     ("global_ops.py", "_right", "get"): "_BroadcastJoin._right, in a map task (never the driver): the small right side",
+    ("memory_io.py", "arrow_table", "to_arrow_refs"): "Pipeline.to_arrow/to_pandas: the user asked for the rows in this process",
+    ("memory_io.py", "arrow_table", "get"): "Pipeline.to_arrow/to_pandas: the user asked for the rows in this process",
     ("run.py", "stream_written", "iter_batches"): "the writers' output: one record per written file (path, rows, bytes)",
 }
 

@@ -40,6 +40,8 @@ class RayRead:
     def describe(self) -> str:
         """The ``read:`` line of ``dataflow explain``: what runs, in order."""
         uri = self.source.uri
+        if self.source.in_memory:
+            return f"the rows held at {uri}: ray.data.from_arrow (an Arrow table) or the Dataset itself (a Spark DataFrame: through Parquet) -> map_batches[count, add __source__] (zero-copy)"
         if self.reader == "row_groups":
             return f"ray.data.from_items(row groups listed from the Parquet footers under {uri}) -> map_batches[read one row group per task] into rows"
         if self.reader == "shards":

@@ -58,9 +58,16 @@ class RayEngine(Engine):
                 break
         return rows
 
-    def read_output(self, files: list[str], options: RunOptions = RunOptions()):
-        """A Dataset reading a run's Parquet output files in parallel, on this process's Ray (``Pipeline.to_ray``)."""
-        import ray.data
+    def hold(self, job: RayJob, ctx: RunContext, options: RunOptions) -> tuple[Any, int]:
+        """Run ``job`` into Ray's object store, not its sink: the materialized Dataset and its rows (``Pipeline.to_ray``)."""
+        from dataflow.engines.ray.memory_io import hold_output
 
         self.start(options)
-        return ray.data.read_parquet(files)
+        return hold_output(job, ctx, options)
+
+    def from_held(self, value: Any, kind: str, options: RunOptions = RunOptions()):
+        """A Dataset over another engine's held output (``Pipeline.to_ray``; see ``memory_io.from_held``)."""
+        from dataflow.engines.ray.memory_io import from_held
+
+        self.start(options)
+        return from_held(value, kind)

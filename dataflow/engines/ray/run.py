@@ -212,6 +212,10 @@ def build_dataset(
     from connectors.registry import list_files, parquet_parts, scheme_of
 
     source = job.read.source
+    if source.in_memory:  # zerocopy hook: rows this process holds (dataflow.memory), no files
+        from dataflow.engines.ray.memory_io import held_dataset
+
+        return _run_stages(job, held_dataset(source, side), side, storage_options, cache, partitions)
     files = list(inputs) if inputs is not None else list_files(source.uri, source.format, source.options, storage_options)
     if limit is not None and job.read.parse is None:
         files = files[: max(limit * 4, limit + 16)]
@@ -231,6 +235,11 @@ def build_dataset(
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache)
         ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
+    return _run_stages(job, ds, side, storage_options, cache, partitions)
+
+
+def _run_stages(job: RayJob, ds, side: SideOutputs, storage_options: dict, cache: dict | None, partitions: int | None):
+    """The job's stages (and named sources) over the read rows ``ds``."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
     for stage in job.stages:
         if isinstance(stage, RayGlobal):

@@ -35,6 +35,8 @@ class SparkRead:
     named: frozenset[str] = frozenset()  # the columns the steps name: an input without a JSON object still has them (null)
 
     def describe(self) -> str:
+        if self.source.in_memory:
+            return f"the rows held at {self.source.uri}: the DataFrame itself, spark.createDataFrame (an Arrow table) or a Ray Dataset through Parquet"
         how = "Python data source over fsspec (connectors)" if self.remote or self.source.format == "csv" else "native Spark reader"
         return f"{self.method} from {self.source.uri} via {how}"
 

@@ -52,9 +52,9 @@ class SparkEngine(Engine):
     def _files(self, job: SparkJob, ctx: RunContext) -> list[str]:
         from connectors.registry import list_files
 
-        if ctx.inputs is not None:
-            return list(ctx.inputs)
         src = job.read.source
+        if ctx.inputs is not None or src.in_memory:
+            return list(ctx.inputs or [src.uri])
         return list_files(src.uri, src.format, src.options, ctx.storage_options)
 
     def execute(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> list[Any]:
@@ -75,8 +75,19 @@ class SparkEngine(Engine):
         frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, observe=False)
         return [{k: bytes(v) if isinstance(v, bytearray) else v for k, v in row.asDict().items()} for row in frames.output.limit(n).collect()]
 
-    def read_output(self, files: list[str], options: RunOptions = RunOptions()):
-        """A DataFrame over a run's Parquet output files, on this process's Spark session (``Pipeline.to_spark``)."""
+    def hold(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> tuple[Any, int]:
+        """Run ``job`` into a persisted DataFrame, not its sink: the DataFrame and its rows (``Pipeline.to_spark``)."""
+        from dataflow.engines.spark.memory_io import hold_output
+        from dataflow.engines.spark.progress import spark_progress
         from dataflow.engines.spark.session import ensure_spark
 
-        return ensure_spark(options.spark_master).read.parquet(*files)
+        spark = ensure_spark(options.spark_master)
+        with spark_progress(spark, enabled=options.progress):
+            return hold_output(spark, job, replace(ctx, inputs=tuple(self._files(job, ctx))))
+
+    def from_held(self, value: Any, kind: str, options: RunOptions = RunOptions()):
+        """A DataFrame over another engine's held output, on this process's Spark session (``Pipeline.to_spark``)."""
+        from dataflow.engines.spark.memory_io import from_held
+        from dataflow.engines.spark.session import ensure_spark
+
+        return from_held(ensure_spark(options.spark_master), value, kind)

@@ -323,6 +323,10 @@ def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[st
     for jsonl, do not parse) flagged.
     ``cache`` (``{dir, max_bytes}``): the Python data source reads remote files through the cache tier.
     """
+    if read.source.in_memory:  # rows this process holds (dataflow.memory), no files
+        from dataflow.engines.spark.memory_io import held_frame
+
+        return held_frame(spark, read.source)
     if native_enabled(spark) and read.remote:
         apply_settings(spark, s3a_settings(storage.get("s3", {})))
     fmt = read.source.format

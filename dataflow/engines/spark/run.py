@@ -32,7 +32,7 @@ from dataflow.engines.spark.write import WRITTEN_SCHEMA, error_writer, part_writ
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["JobFrames", "build_frames", "write_outputs"]
+__all__ = ["JobFrames", "build_frames", "finish_side_outputs", "release", "write_outputs"]
 
 READ_STEP = -1
 NAMED_READ_STEP = -2  # bad records of named sources: row errors, but not the run's input rows
@@ -306,7 +306,6 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
     sinks by our writers in ``mapInArrow`` tasks, through the connectors.
     """
     from connectors.formats import WrittenFile
-    from connectors.registry import scheme_of
 
     w = job.write
     # Files are named after the run and the shard (its tmp folder): shards of one run commit side by side.
@@ -320,6 +319,25 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
             writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, tag, w.rows_per_file, publish_root, w.max_file_bytes)
             rows = output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
             written = [WrittenFile(r["path"], r["rows"], r["bytes"]) for r in rows if r["path"] is not None]
+    except BaseException:
+        release(frames)
+        raise
+    finish_side_outputs(frames, side, run_id, tmp_data)
+    return written
+
+
+def release(frames: JobFrames) -> None:
+    """Unpersist the frames the error split persisted."""
+    for df in frames.persisted:
+        df.unpersist()
+
+
+def finish_side_outputs(frames: JobFrames, side: SideOutputs, run_id: str, tmp_data: str) -> None:
+    """After the data's action: write the row errors of the steps that met bad rows, release the persisted frames, write the counters."""
+    from connectors.registry import scheme_of
+
+    tag = batch_key([run_id, tmp_data])[:8]
+    try:
         # Only steps that met bad rows (their counters say so, now that the data is written) are read again.
         counts = [_bad_rows(e.observation) for e in frames.errors]
         wanted = [e.build() for e, n in zip(frames.errors, counts) if n != 0]
@@ -334,7 +352,5 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
             else:
                 errors.coalesce(files).mapInArrow(error_writer(asdict(side)), "rows long").collect()
     finally:
-        for df in frames.persisted:
-            df.unpersist()
+        release(frames)
     side.write("spark", batch_key([run_id, tmp_data]), [], _stats(frames))
-    return written

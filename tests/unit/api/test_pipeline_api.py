@@ -30,16 +30,26 @@ def test_fluent_methods_append_steps():
     assert p._data["steps"][0]["params"] == {"where": "n > :floor", "vars": {"floor": 1}}
 
 
-def test_in_memory_source_is_staged_parquet_with_memory_lineage():
-    import pyarrow.parquet as pq
+def test_in_memory_source_is_held_not_staged_with_memory_lineage():
+    import pyarrow as pa
 
-    p = _frame()
+    from dataflow import memory
+    from dataflow.runtime import held
+
+    staged = list(held._STAGING)
+    n = pa.array([1, 2, 3])
+    p = dataflow.from_arrow(pa.table({"n": n}), name="frame")
     source = p._data["source"]
-    assert source["format"] == "parquet" and source["options"] == {"memory": "frame", "keep_lineage": True}
-    table = pq.read_table(source["uri"])
+    assert source["uri"].startswith("held://frame/") and source["format"] == "parquet" and source["options"] == {"memory": "frame", "keep_lineage": True}
+    table = memory.held(source["uri"])
     assert table.column("__source__").to_pylist() == ["memory:frame#row=0", "memory:frame#row=1", "memory:frame#row=2"]
-    items = pq.read_table(dataflow.from_items([{"a": 1}, {"a": 2}], name="rows")._data["source"]["uri"])
+    assert table.column("n").chunks[0].buffers()[1].address == n.buffers()[1].address  # the user's buffer, not a copy
+    items = memory.held(dataflow.from_items([{"a": 1}, {"a": 2}], name="rows")._data["source"]["uri"])
     assert items.to_pylist() == [{"a": 1, "__source__": "memory:rows#row=0"}, {"a": 2, "__source__": "memory:rows#row=1"}]
+    assert held._STAGING == staged  # no staging folder
+    memory.release(p)
+    with pytest.raises(dataflow.errors.RunError, match="held by the process that made them"):
+        memory.held(source["uri"])
 
 
 def test_explain_marks_an_in_memory_source_not_resumable():
