@@ -4,7 +4,7 @@ from __future__ import annotations
 import posixpath
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +20,9 @@ from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
+if TYPE_CHECKING:
+    from dataflow.runtime.settings import CacheSettings
+
 __all__ = ["build_dataset", "stream_written"]
 
 READ_STEP = -1
@@ -30,7 +33,7 @@ ACTOR_MAX_RESTARTS = 3
 class ReadAdapter:
     """Turn fetched whole files into rows with a ``__source__`` URI, or read Parquet row groups."""
 
-    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: dict | None = None):
+    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: CacheSettings | None = None):
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
         self.storage_options, self.cache = storage_options, cache
 
@@ -101,7 +104,7 @@ class ShardWriter:
         self.publish_root = publish_root
 
     def __call__(self, batch: pa.Table) -> Columns:
-        from connectors.registry import filesystem, format_connector, io_counters, scheme_of, write_through_scratch
+        from connectors.registry import filesystem, format_connector, io_counters, storage_traits, write_through_scratch
 
         batch = from_arrow(batch)
         sink = self.job.write.sink
@@ -114,7 +117,7 @@ class ShardWriter:
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
         batch = {k: v for k, v in batch.items() if k not in left_out}
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
-        local = scheme_of(sink.uri) in ("file", "memory")
+        local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
         before = io_counters()
         written = []
@@ -198,13 +201,13 @@ def build_dataset(
     storage_options: dict,
     limit: int | None = None,
     inputs: tuple[str, ...] | None = None,
-    cache: dict | None = None,
+    cache: CacheSettings | None = None,
     partitions: int | None = None,
 ):
     """Return the streaming dataset of the job's rows after every stage (not yet written).
 
     ``inputs`` restricts the read to those files (one shard); otherwise the source is listed.
-    ``cache`` (``{dir, max_bytes}``) reads remote files through the node-local cache tier.
+    ``cache`` (a ``CacheSettings``) reads remote files through the node-local cache tier.
     ``partitions``: the global steps' shuffle partition count (default ``shuffle.shuffle_partitions``).
     """
     import ray
@@ -238,7 +241,7 @@ def build_dataset(
     return _run_stages(job, ds, side, storage_options, cache, partitions)
 
 
-def _run_stages(job: RayJob, ds, side: SideOutputs, storage_options: dict, cache: dict | None, partitions: int | None):
+def _run_stages(job: RayJob, ds, side: SideOutputs, storage_options: dict, cache: CacheSettings | None, partitions: int | None):
     """The job's stages (and named sources) over the read rows ``ds``."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
     for stage in job.stages:
@@ -253,7 +256,7 @@ def _run_stages(job: RayJob, ds, side: SideOutputs, storage_options: dict, cache
     return ds
 
 
-def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: dict | None):
+def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: CacheSettings | None):
     """Read a named source and run its steps into Ray's object store (not the driver); its read counters are not the run's input rows."""
     from dataclasses import replace
 
