@@ -12,7 +12,11 @@ the cluster config's, and whose environment is the config's ``env``):
 | scratch folder    | (none)            | ``DATAFLOW_SCRATCH_DIR``     | (none)                       | system temp folder |
 | credentials file  | (none)            | ``AWS_SHARED_CREDENTIALS_FILE``, ``GOOGLE_APPLICATION_CREDENTIALS`` | (none) | none |
 
-An empty ``--cache-dir`` turns the cache off. Credentials are held by reference only
+An empty ``--cache-dir`` turns the cache off. Engines receive the ``RunSettings`` in their
+``RunContext.settings`` and hand its ``CacheSettings`` and storage options to the connectors. The
+scratch folder is node-local disk: ``scratch`` is the driver's (checked before a run), and each
+writer on another node uses its own node's (``DATAFLOW_SCRATCH_DIR``, else its temp folder: in
+the pods ``dataflow k8s render`` writes, ``TMPDIR`` is the pod's scratch volume). Credentials are held by reference only
 (``dataflow.runtime.credentials``): the repr of a ``RunSettings`` and its ``describe()`` redact
 any credential written inline in ``storage.options``.
 """
