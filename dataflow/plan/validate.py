@@ -38,10 +38,11 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
     """Columns a step's params read, and the ``:var`` markers they use.
 
     Params typed ``ColumnName`` name a column; ``Expr``/``AggExpr``/``WindowAggExpr``/``WindowExpr`` values are
-    parsed. In a ``dict[name, Expr]`` (``table.with_columns``) an expression may also read the
+    parsed. In ``ColumnExprs`` (``table.with_columns``) an expression may also read the
     names defined before it.
     """
     from dataflow.ops.table import sql as E
+    from dataflow.ops.table.json_tuple import ColumnExprs, entries
     from dataflow.ops.table.types import ColumnName
 
     columns: set[str] = set()
@@ -53,11 +54,18 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
         if ColumnName in kinds:
             names = list(value) if isinstance(value, (list, tuple, dict)) else [value]
             columns |= {str(n) for n in names}
+        if ColumnExprs in kinds:  # table.with_columns: an expression may read the columns set before it
+            defined: set[str] = set()
+            for names, node in entries(value):
+                columns |= set(E.columns_of(node)) - defined
+                markers |= E.params_of(node)
+                defined |= set(names)
+            continue
         exprs = kinds & {E.Expr, E.AggExpr, E.WindowAggExpr, E.WindowExpr}
         if not exprs:
             continue
         texts = list(value.items()) if isinstance(value, dict) else [(None, value)]
-        defined: set[str] = set()
+        defined = set()
         for out_name, text in texts:
             if E.WindowExpr in exprs:
                 node = E.parse_window(text)

@@ -125,6 +125,9 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
             text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
         parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
         return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):  # a double or float as Spark writes it
+        floating = exp.In(this=_fn("typeof", node.this.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
+        return exp.Case(ifs=[exp.If(this=floating, true=_fn("__df_java_double_text", _as(node.this.copy(), "VARCHAR")))], default=node)
     if isinstance(node, exp.JSONExtractScalar):  # get_json_object: NULL for text that is not JSON
         return _when(_fn("json_valid", node.this), node)
     if isinstance(node, exp.FromJson):
@@ -143,10 +146,29 @@ def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
     return bottom_up(tree, lambda n: _rewrite(n, default_x)).sql(dialect="duckdb")
 
 
+#: Spark's text of a double or float (Java's ``Double.toString``) from DuckDB's (both the shortest digits):
+#: ``3.0E-4`` for 0.0003, ``1.0E7`` for 1e7, ``1.0``, ``-0.0``, ``NaN``, ``Infinity``. Strings in, so it binds for any type.
+_MACROS = """
+CREATE MACRO __df_jtext4(d, e, sign) AS CASE
+  WHEN d = '' THEN sign || '0.0'
+  WHEN e >= 7 OR e < -3 THEN sign || d[1] || '.' || coalesce(nullif(substr(d, 2), ''), '0') || 'E' || e
+  WHEN e >= 0 THEN sign || rpad(substr(d, 1, e + 1), CAST(e + 1 AS INTEGER), '0') || '.' || coalesce(nullif(substr(d, e + 2), ''), '0')
+  ELSE sign || '0.' || repeat('0', CAST(-e - 1 AS INTEGER)) || d END;
+CREATE MACRO __df_jtext3(all_digits, int_len, x, sign) AS __df_jtext4(rtrim(ltrim(all_digits, '0'), '0'),
+  x + int_len - (length(all_digits) - length(ltrim(all_digits, '0'))) - 1, sign);
+CREATE MACRO __df_jtext2(a, sign) AS __df_jtext3(replace(split_part(a, 'e', 1), '.', ''), length(split_part(split_part(a, 'e', 1), '.', 1)),
+  coalesce(TRY_CAST(nullif(split_part(a, 'e', 2), '') AS INTEGER), 0), sign);
+CREATE MACRO __df_java_double_text(s) AS CASE
+  WHEN s IN ('nan', '-nan') THEN 'NaN' WHEN s = 'inf' THEN 'Infinity' WHEN s = '-inf' THEN '-Infinity'
+  WHEN s[1] = '-' THEN __df_jtext2(substr(s, 2), '-') ELSE __df_jtext2(s, '') END;
+"""
+
+
 def _connection() -> duckdb.DuckDBPyConnection:
     con = getattr(_local, "con", None)
     if con is None:
         con = duckdb.connect(config={"threads": 1})
+        con.execute(_MACROS)
         _local.con = con
     return con
 

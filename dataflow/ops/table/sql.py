@@ -89,10 +89,14 @@ def _aggregates(tree: exp.Expression):
             yield node
 
 
-def _check_functions(tree: exp.Expression, text: str) -> None:
+def _check_functions(tree: exp.Expression, text: str, generator: bool = False) -> None:
     for node in tree.find_all(exp.Anonymous):
         name = node.name.lower()
-        if name not in HELPERS and name not in SPARK_EXTRA:
+        if name == "json_tuple":
+            if node is not tree or not generator:
+                raise ExprError(f"json_tuple gives several columns: use it as a whole table.with_columns expression under a key "
+                                f"naming them, '(a, b)': \"json_tuple(js, 'a', 'b')\" (got {text!r})")
+        elif name not in HELPERS and name not in SPARK_EXTRA:
             close = difflib.get_close_matches(name, _KNOWN, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else " (see Spark SQL's function reference)"
             raise ExprError(f"unknown function '{name}' in {text!r}{hint}")
@@ -101,14 +105,16 @@ def _check_functions(tree: exp.Expression, text: str) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def parse(text: str) -> exp.Expression:
+def parse(text: str, generator: bool = False) -> exp.Expression:
     """Parse a scalar Spark SQL expression and check its functions (returns a shared tree: copy before changing it).
+
+    ``generator`` allows a whole ``json_tuple(...)`` (``table.with_columns``, ``dataflow.ops.table.json_tuple``).
 
     Raises:
         ExprError: the expression does not parse, uses an unknown function, or aggregates.
     """
     tree = _syntax(text)
-    _check_functions(tree, text)
+    _check_functions(tree, text, generator)
     agg = next(_aggregates(tree), None)
     if agg is not None:
         raise ExprError(f"aggregate function '{agg.sql('spark').split('(')[0].lower()}' is not allowed here "
