@@ -67,7 +67,9 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("cast(1e7 as string)", "1.0E7", "1.0E7"), ("cast(d * 1e7 as string)", "2.5E7", N), ("cast(cast(i as double) as string)", "7.0", N),
     ("cast(-d * 0 as string)", "-0.0", N), ("cast(cast('NaN' as double) as string)", "NaN", "NaN"), ("cast(d * 1e300 * 1e10 as string)", "Infinity", N),
     ("cast(-d / 1e9 as string)", "-2.5E-9", N), ("cast(d * 1000000 as string)", "2500000.0", N), ("cast(cast(d as float) as string)", "2.5", N),
-    ("cast(0.0003 as string)", "0.0003", "0.0003"), ("string(d * 4e-3)", "0.01", N), ("cast('12' as bigint) + 1", 13, 13), ("cast(bad as double)", N, N),
+    ("cast(0.0003 as string)", "0.0003", "0.0003"), ("string(d * 4e-3)", "0.01", N), ("cast(d + 0.2 as int)", 2, N),
+    ("cast(-d - 0.2 as bigint)", -2, N), ("cast(cast(d as decimal(3, 1)) as int)", 2, N), ("cast(cast(-d as decimal(3, 1)) as int)", -2, N),
+    ("cast(i * 100 as tinyint)", N, N), ("cast('2.7' as int)", N, N), ("cast('-12' as bigint)", -12, -12), ("cast(i as float) / 3", 2.3333333333333335, N), ("cast('12' as bigint) + 1", 13, 13), ("cast(bad as double)", N, N),
     # strings
     ("upper(s)", "HELLO WORLD", N), ("lower(s)", "hello world", N), ("length(s)", 11, N), ("length(e)", 0, N),
     ("trim(n)", "42", N), ("ltrim(n)", "42 ", N), ("rtrim(n)", " 42", N), ("substr(s, 1, 5)", "Hello", N),

@@ -88,6 +88,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _fn("make_timestamp", _as(exp.Mul(this=exp.paren(node.expressions[0]), expression=exp.Literal.number(1000000)), "BIGINT"))
     if isinstance(node, (exp.Div, exp.Mod)):  # Spark: x / 0 and x % 0 are NULL (DuckDB gives inf, or fails on integers)
         node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
+        if isinstance(node, exp.Div):  # Spark divides a FLOAT as a DOUBLE (DuckDB: FLOAT); DuckDB gives a DOUBLE for the rest
+            node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("DOUBLE")))
         node.set("safe", None)  # sqlglot's own NULLIF, which it leaves out for some divisors
         return node
     if isinstance(node, exp.Round):
@@ -125,6 +127,16 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
             text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
         parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
         return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.SIGNED_INTEGER_TYPES):  # Spark truncates, DuckDB rounds
+        x, kind = node.this, _fn("typeof", node.this.copy())
+        floating = exp.In(this=kind, expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
+        text = _fn("trim", exp.TryCast(this=x.copy(), to=exp.DataType.build("VARCHAR")))
+        decimal = exp.Like(this=kind.copy(), expression=exp.Literal.string("DECIMAL%"))
+        whole = _fn("split_part", text.copy(), exp.Literal.string("."), exp.Literal.number(1))  # a decimal's digits before its point
+        malformed = exp.and_(exp.EQ(this=kind.copy(), expression=exp.Literal.string("VARCHAR")),  # Spark: '2.7' is no INT (DuckDB: 3)
+                             exp.Not(this=_fn("regexp_full_match", text.copy(), exp.Literal.string("[+-]?[0-9]+"))))
+        return exp.Case(ifs=[exp.If(this=floating, true=exp.TryCast(this=_fn("trunc", exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE"))), to=node.to.copy())),
+                             exp.If(this=decimal, true=exp.TryCast(this=whole, to=node.to.copy())), exp.If(this=malformed, true=exp.Null())], default=node)
     if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):  # a double or float as Spark writes it
         floating = exp.In(this=_fn("typeof", node.this.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
         return exp.Case(ifs=[exp.If(this=floating, true=_fn("__df_java_double_text", _as(node.this.copy(), "VARCHAR")))], default=node)
