@@ -202,17 +202,31 @@ def _query(table: pa.Table, sql: str) -> pa.Table:
         con.unregister(_TABLE)
 
 
+def _reads(expr: str, names: dict[str, str]) -> bool:
+    """Whether a DuckDB expression may read one of ``names`` (a word match: a false hit only costs a query level)."""
+    return any(re.search(r"(?<![\w$])" + re.escape(n) + r"(?![\w$])", expr) for n in names)
+
+
 def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
-    """Set each named column to its DuckDB expression, in order (an expression may read the ones before it)."""
+    """Set each named column to its DuckDB expression, in order (an expression may read the ones before it).
+
+    Columns that read none of the names set before them in the same level share one SELECT.
+    """
     names = list(table.column_names)
-    sql = f"SELECT * FROM {_TABLE}"
+    sql, level = f"SELECT * FROM {_TABLE}", {}
+
+    def close(sql: str) -> str:
+        replaced = [f"({e}) AS {quoted(n)}" for n, e in level.items() if n in names]
+        added = [f"({e}) AS {quoted(n)}" for n, e in level.items() if n not in names]
+        names.extend(n for n in level if n not in names)
+        star = f"* REPLACE ({', '.join(replaced)})" if replaced else "*"
+        return f"SELECT {', '.join([star, *added])} FROM ({sql})"
+
     for name, expr in columns.items():
-        if name in names:
-            sql = f"SELECT * REPLACE (({expr}) AS {quoted(name)}) FROM ({sql})"
-        else:
-            sql = f"SELECT *, ({expr}) AS {quoted(name)} FROM ({sql})"
-            names.append(name)
-    return _query(table, sql)
+        if name in level or _reads(expr, level):
+            sql, level = close(sql), {}
+        level[name] = expr
+    return _query(table, close(sql) if level else sql)
 
 
 def _spark_integers(out: pa.Table) -> pa.Table:

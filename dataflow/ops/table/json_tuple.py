@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from dataflow.ops.table.sql import ExprError, duckdb_sql, parse, spark_sql
 
-__all__ = ["ColumnExprs", "duckdb_columns", "entries", "is_json_tuple", "output_names", "spark_generator"]
+__all__ = ["HIDDEN", "ColumnExprs", "duckdb_columns", "entries", "is_json_tuple", "output_names", "spark_generator"]
 
 _NAMES = re.compile(r"^\(\s*(.*?)\s*\)$", re.S)
 
@@ -72,18 +72,23 @@ def entries(columns: dict[str, str]) -> list[tuple[tuple[str, ...], exp.Expressi
     return [_entry(str(k), str(v)) for k, v in columns.items()]
 
 
+#: The hidden column of one json_tuple's values on Ray (``HIDDEN`` and its index), dropped after the step.
+HIDDEN = "__df_json_tuple"
+
+
 def duckdb_columns(columns: dict[str, str], params: dict[str, Any] | None) -> dict[str, str]:
-    """Each column set by the entries -> its DuckDB expression (a json_tuple gives one per field)."""
+    """Each column set by the entries -> its DuckDB expression; a json_tuple parses its JSON once,
+    into a hidden list column (``HIDDEN``) its columns index."""
     out: dict[str, str] = {}
-    for names, tree in entries(columns):
+    for k, (names, tree) in enumerate(entries(columns)):
         if not is_json_tuple(tree):
             out[names[0]] = duckdb_sql(tree, params)
             continue
         js = duckdb_sql(tree.expressions[0], params)
-        for name, field in zip(names, tree.expressions[1:]):
-            path = '$."' + field.name.replace('"', '\\"') + '"'
-            path_sql = "'" + path.replace("'", "''") + "'"
-            out[name] = f"CASE WHEN json_valid({js}) THEN json_extract_string({js}, {path_sql}) END"
+        paths = ", ".join("'" + ('$."' + f.name.replace('"', '\\"') + '"').replace("'", "''") + "'" for f in tree.expressions[1:])
+        hidden = f"{HIDDEN}{k}"
+        out[hidden] = f"CASE WHEN json_valid({js}) THEN json_extract_string({js}, [{paths}]) END"
+        out.update({name: f'"{hidden}"[{i + 1}]' for i, name in enumerate(names)})
     return out
 
 

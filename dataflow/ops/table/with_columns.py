@@ -8,7 +8,7 @@ import pyarrow as pa
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table import duck
-from dataflow.ops.table.json_tuple import ColumnExprs, duckdb_columns, entries
+from dataflow.ops.table.json_tuple import HIDDEN, ColumnExprs, duckdb_columns, entries
 
 
 def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] | None:
@@ -29,4 +29,5 @@ def with_columns(batch: pa.Table, *, columns: ColumnExprs, vars: dict[str, Any] 
             the columns of a ``json_tuple`` with one field each.
         vars: Values for the ``:name`` markers in the expressions (bound as literals).
     """
-    return duck.with_columns(batch, duckdb_columns(columns, vars))
+    out = duck.with_columns(batch, duckdb_columns(columns, vars))
+    return out.drop_columns([n for n in out.column_names if n.startswith(HIDDEN) and n not in batch.column_names])
