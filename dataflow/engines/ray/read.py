@@ -114,12 +114,14 @@ class ReadStream:
 
     def _records(self, uri: str, f):
         from connectors.formats.lines import read_text_blocks
-        from connectors.registry import decompressed, line_reader, scheme_of, strip_scheme, webdataset_reader
+        from connectors.registry import compression_of, decompressed, line_reader, scheme_of, strip_scheme, webdataset_reader
 
         if self.fmt == "webdataset":
             yield from webdataset_reader()(uri, f, self.options)
             return
-        blocks = self.fmt == "text" and self.options.get("split") == "line" and self.options.get("encoding", "utf-8").lower() in ("utf-8", "utf8")
+        # Plain UTF-8 lines a block at a time (a damaged compressed file keeps every line before the damage: line by line)
+        blocks = (self.fmt == "text" and self.options.get("split") == "line" and compression_of(uri) is None
+                  and self.options.get("encoding", "utf-8").lower() in ("utf-8", "utf8"))
         read = read_text_blocks if blocks else line_reader(self.fmt)
         with decompressed(f, uri) as lines:  # lineage as the whole-file readers name it: a plain path for local files
             yield from read(strip_scheme(uri) if scheme_of(uri) == "file" else uri, lines, self.options)
