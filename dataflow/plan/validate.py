@@ -42,6 +42,7 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
     names defined before it.
     """
     from dataflow.ops.table import sql as E
+    from dataflow.ops.table import sql_params as P
     from dataflow.ops.table.json_tuple import ColumnExprs, entries
     from dataflow.ops.table.types import ColumnName
 
@@ -61,19 +62,19 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
                 markers |= E.params_of(node)
                 defined |= set(names)
             continue
-        exprs = kinds & {E.Expr, E.AggExpr, E.WindowAggExpr, E.WindowExpr}
+        exprs = kinds & {P.Expr, P.AggExpr, P.WindowAggExpr, P.WindowExpr}
         if not exprs:
             continue
         texts = list(value.items()) if isinstance(value, dict) else [(None, value)]
         defined = set()
         for out_name, text in texts:
-            if E.WindowExpr in exprs:
+            if P.WindowExpr in exprs:
                 node = E.parse_window(text)
             else:
-                node = E.parse(text) if E.Expr in exprs else E.parse_aggregation(text, implicit_x=E.WindowAggExpr in exprs)
+                node = E.parse(text) if P.Expr in exprs else E.parse_aggregation(text, implicit_x=P.WindowAggExpr in exprs)
             columns |= set(E.columns_of(node)) - defined
             markers |= E.params_of(node)
-            if out_name is not None and E.Expr in exprs:
+            if out_name is not None and P.Expr in exprs:
                 defined.add(out_name)
     return frozenset(columns), frozenset(markers)
 

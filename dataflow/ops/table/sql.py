@@ -9,7 +9,8 @@ tree with ``F.expr``; Ray runs the same tree transpiled to DuckDB over each Arro
 Rules both engines follow whatever the Spark session's ANSI flag: ``/`` and ``%`` by zero are
 NULL (Spark's ``try_divide``/``try_mod``), ``CAST`` is ``try_cast`` (a value that does not
 convert is NULL). ``slope(y, x)`` is ``regr_slope(y, x)``; in ``table.window_aggregate``,
-``slope(y)`` regresses y on the window's time column.
+``slope(y)`` regresses y on the window's time column. The params types that parse these texts are in
+``dataflow.ops.table.sql_params``.
 
 Examples:
     >>> sorted(columns_of(parse("rx_power_dbm < :floor AND meta.link LIKE 'sw1%'")))
@@ -24,17 +25,12 @@ import re
 from typing import Any
 
 import sqlglot
-from pydantic_core import core_schema
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
 __all__ = [
     "ORDERED_WINDOW",
-    "AggExpr",
-    "Expr",
     "ExprError",
-    "WindowAggExpr",
-    "WindowExpr",
     "columns_of",
     "duckdb_sql",
     "is_count",
@@ -306,55 +302,3 @@ def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, defau
     from dataflow.ops.table.duck import to_duckdb
 
     return to_duckdb(_bind(tree, params), default_x)
-
-
-def _check_expr(text: str) -> str:
-    parse(text)
-    return text
-
-
-def _check_agg(text: str) -> str:
-    parse_aggregation(text)
-    return text
-
-
-def _check_window_agg(text: str) -> str:
-    parse_aggregation(text, implicit_x=True)
-    return text
-
-
-class Expr(str):
-    """A Spark SQL scalar expression in a step's params; parsed when the params are validated."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_expr, core_schema.str_schema())
-
-
-class AggExpr(str):
-    """A Spark SQL aggregation (``count(*)``, ``sum(x)``, ``slope(y, x)``...) in a step's params."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_agg, core_schema.str_schema())
-
-
-def _check_window(text: str) -> str:
-    parse_window(text)
-    return text
-
-
-class WindowExpr(str):
-    """A ``table.window_columns`` column: ``lag``/``lead``/``row_number()`` in a key's order, or an aggregation over its rows."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_window, core_schema.str_schema())
-
-
-class WindowAggExpr(str):
-    """An aggregation over a time window; ``slope(y)`` regresses y on the window's time column."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_window_agg, core_schema.str_schema())
