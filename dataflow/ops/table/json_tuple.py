@@ -98,6 +98,11 @@ def spark_generator(tree: exp.Expression, names: tuple[str, ...], params: dict[s
     return f"{spark_sql(tree, params)} AS ({aliases})"
 
 
+def _check_text(text: str) -> str:
+    parse(text, generator=True)  # an error names the entry's key (its YAML line)
+    return text
+
+
 def _check(value: dict) -> dict:
     entries(value)
     return value
@@ -108,4 +113,5 @@ class ColumnExprs(dict):
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check, core_schema.dict_schema(core_schema.str_schema(), core_schema.str_schema()))
+        text = core_schema.no_info_after_validator_function(_check_text, core_schema.str_schema())
+        return core_schema.no_info_after_validator_function(_check, core_schema.dict_schema(core_schema.str_schema(), text))
