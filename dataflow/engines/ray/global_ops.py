@@ -134,6 +134,8 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
 
         keys = dedup_keys  # every user column: resolved from each block's columns
     parts = shuffle_partitions(partitions) if keys else 1
+    if stage.label == "table.aggregate":  # only the columns it reads cross the shuffle
+        ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
     if stage.label != "table.join":
         return hash_shuffle([(ds, keys)], parts, _PartitionOp(stage, side, None))
     name = call.params.right
@@ -144,6 +146,22 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     if call.params.how in BROADCAST_JOINS and (named[name].size_bytes() or 0) <= broadcast_bytes():
         return ds.map_batches(_BroadcastJoin(_PartitionOp(stage, side, name, schemas), named[name].to_arrow_refs()), batch_format=ARROW, batch_size=None)
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
+
+
+def _aggregate_reads(params) -> frozenset[str]:
+    from dataflow.ops.table.sql import columns_of, parse_aggregation
+
+    return frozenset({SOURCE, *params.keys, *(c for text in params.aggregations.values() for c in columns_of(parse_aggregation(text)))})
+
+
+class _Keep:
+    """Map: a block with only the columns named (those it has)."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        return block.select([n for n in block.column_names if n in self.names])
 
 
 #: Joins whose rows depend on each left row and all of its matches only: a small right side is broadcast.
