@@ -28,7 +28,7 @@ from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F
 from dataflow.engines.ray.compile import ARROW
 from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
 from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
-from dataflow.batch import from_arrow, to_arrow
+from dataflow.batch import from_arrow, plain_arrow, to_arrow
 from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 
@@ -80,11 +80,11 @@ class _PartitionOp:
             return pa.table({})
         if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and getattr(call.params, "how", None) in ("right", "full"):
             return self._right_only(part, left, right)
-        cols = from_arrow(left)
         with bind_tables(**({self.right: right} if self.right is not None else {})):
-            out, errors, stats = StageExecutor([call])(cols)
-        self.side.write(f"{self.stage.name}-p{part}", batch_key(cols.get(SOURCE, [])), errors, stats)
-        return to_arrow(out)
+            out, errors, stats = StageExecutor([call]).run(left if plain_arrow(left) else from_arrow(left))
+        sources = left.column(SOURCE).to_pylist() if SOURCE in left.column_names else []
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(sources), errors, stats)
+        return out if isinstance(out, pa.Table) else to_arrow(out)
 
     def _right_only(self, part: int, left: pa.Table, right: pa.Table) -> pa.Table:
         """A right or full join where this partition has right rows only (the executor skips an empty batch)."""
