@@ -62,8 +62,6 @@ def pipeline_hash(spec: PipelineSpec) -> str:
 
 
 @dataclass(frozen=True)
-
-
 class _Phase:
     """One engine job over shards: the whole plan, or the part before / from a global step."""
 
