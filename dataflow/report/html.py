@@ -1,6 +1,6 @@
 """The HTML run report: one self-contained page per committed sink, ``<sink>/_dataflow/report.html``.
 
-The page has no script and loads nothing: plots are inline SVG (matplotlib), thumbnails are
+The page has no script and loads nothing: plots are inline SVG (written by ``plots``), thumbnails are
 ``data:`` URIs and the style sheet is inline, so it opens the same from a laptop, a bucket
 browser or an archived copy. It holds the funnel (rows kept per step and why rows were dropped),
 row errors by op and reason with example sources, time and throughput per step, the cache hit

@@ -52,6 +52,7 @@ def from_held(spark, value: Any, kind: str) -> DataFrame:
 
 def hold_output(spark, job, ctx) -> tuple[DataFrame, int]:
     """Run ``job`` (its sink unused) into a persisted DataFrame; return it and its row count. Row errors and counters go to ``ctx.side``."""
+    from dataflow.engines.spark.counters import keep_observed
     from dataflow.engines.spark.run import build_frames, finish_side_outputs, release
 
     frames = build_frames(spark, job, list(ctx.inputs), ctx.side, ctx.storage_options, cache=ctx.cache)
@@ -59,7 +60,8 @@ def hold_output(spark, job, ctx) -> tuple[DataFrame, int]:
     left_out = [*w.leaves_out, *(() if w.sink.lineage else (SOURCE,))]
     output = (frames.output.drop(*left_out) if left_out else frames.output).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        rows = output.count()
+        with keep_observed(spark):
+            rows = output.count()
     except BaseException:
         release(frames)
         raise

@@ -11,9 +11,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import shutil
-import threading
 import uuid
-import weakref
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -24,12 +22,12 @@ from pyspark.sql import functions as F
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
+from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
 from dataflow.engines.spark.python_steps import SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
 from dataflow.engines.spark.write import WRITTEN_SCHEMA, error_writer, part_writer
-from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
 if TYPE_CHECKING:
@@ -37,26 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JobFrames", "build_frames", "finish_side_outputs", "release", "write_outputs"]
 
-READ_STEP = -1
-NAMED_READ_STEP = -2  # bad records of named sources: row errors, but not the run's input rows
-_OBSERVATION_WAIT_S = 30.0
 _ERRORS_PER_FILE = 100_000  # error records per file the error write aims at
-
-
-@dataclass
-class _Observed:
-    """A node's counters: observed, or (``observation`` None) the next map step's input count.
-
-    ``view`` maps the observation's metrics to this node's ``rows``/``bad`` where one
-    observation counts two nodes (a read check folded into the first step's).
-    """
-
-    index: int
-    op: str
-    drops_rows: bool  # the input rows it does not pass on, less its bad ones, are drops (filters, dedups)
-    observation: Observation | None
-    chain: str
-    view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 @dataclass
@@ -73,18 +52,9 @@ class JobFrames:
 
     output: DataFrame
     errors: list[_Errors] = field(default_factory=list)
-    observed: list[_Observed] = field(default_factory=list)
+    observed: list[Observed] = field(default_factory=list)
     persisted: list[DataFrame] = field(default_factory=list)
     counted_read: bool = True
-
-
-def _read_part(m: dict[str, Any]) -> dict[str, Any]:
-    return {"rows": m.get("rows"), "bad": m.get("read_bad")}
-
-
-def _step_part(m: dict[str, Any]) -> dict[str, Any]:
-    read_bad = int(m.get("read_bad") or 0)
-    return {"rows": int(m.get("rows") or 0) - read_bad, "bad": int(m.get("bad") or 0) - read_bad}
 
 
 class _Builder:
@@ -114,13 +84,13 @@ class _Builder:
                 metrics.append(F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
             if read_flag:
                 metrics.append(F.sum(F.when(F.col(read_flag), 1).otherwise(0)).alias("read_bad"))
-                self.frames.observed.append(_Observed(READ_STEP, "read", False, obs, chain, view=_read_part))
+                self.frames.observed.append(Observed(READ_STEP, "read", False, obs, chain, view=read_part))
             df = df.observe(obs, *metrics)
-            self.frames.observed.append(_Observed(index, op, drops_rows, obs, chain, view=_step_part if read_flag else None))
+            self.frames.observed.append(Observed(index, op, drops_rows, obs, chain, view=step_part if read_flag else None))
         elif self.observe:
             # A map step keeps the row count: the next step's observation counts these rows too,
             # so no observation here (each one splits Spark's generated code).
-            self.frames.observed.append(_Observed(index, op, drops_rows, None, chain))
+            self.frames.observed.append(Observed(index, op, drops_rows, None, chain))
         if checked is None:
             return df
         if obs is not None:
@@ -199,69 +169,6 @@ def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, stor
     return builder.frames
 
 
-_got: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # observation -> its metrics (or None), read once
-
-
-def _get(observation: Observation) -> dict[str, Any] | None:
-    """The observation's metrics, or None when its query never ran (a branch Spark pruned).
-
-    Read once: the error write and the counters both ask, and a query that never ran costs a wait.
-    """
-    if observation not in _got:
-        box: dict[str, Any] = {}
-        waiter = threading.Thread(target=lambda: box.update(value=observation.get), daemon=True)
-        waiter.start()
-        waiter.join(_OBSERVATION_WAIT_S)
-        _got[observation] = box.get("value")
-    return _got[observation]
-
-
-def _bad_rows(observation: Observation) -> int | None:
-    """Rows a checked step flagged, by its counters (None: its query never reported them)."""
-    metrics = _get(observation)
-    return None if metrics is None else int(metrics.get("bad") or 0)
-
-
-def _chain_stats(nodes: list[_Observed], counted_read: bool) -> dict[int, StepStats]:
-    got = {o: _get(o) for o in dict.fromkeys(n.observation for n in nodes if n.observation is not None)}  # one observation may count two nodes
-    metrics = [None if got.get(n.observation) is None else (n.view or dict)(got[n.observation]) for n in nodes]
-    if any(m is None and n.observation is not None for m, n in zip(metrics, nodes)):
-        return {}  # a query that never ran: no counters rather than wrong ones
-    out: list[int] = [0] * len(nodes)
-    for i in reversed(range(len(nodes))):
-        m = metrics[i]
-        if m is not None:
-            out[i] = int(m.get("rows") or 0) - int(m.get("bad") or 0)
-        else:  # the next step is a map: it saw exactly these rows
-            nxt = metrics[i + 1]
-            out[i] = int(nxt.get("rows") or 0) if nxt is not None else out[i + 1]
-    stats: dict[int, StepStats] = {}
-    for i, n in enumerate(nodes):
-        bad = int((metrics[i] or {}).get("bad") or 0)
-        rows_in = out[i - 1] if i else out[i] + bad
-        st = StepStats(rows_in=rows_in, rows_out=out[i], rows_errored=bad)
-        if n.index == READ_STEP:
-            if counted_read:
-                stats[READ_STEP] = st
-            elif bad:
-                stats[NAMED_READ_STEP] = StepStats(rows_errored=bad)
-            continue
-        if n.drops_rows:
-            st.drops[n.op] = st.rows_in - st.rows_out - bad
-        stats[n.index] = st
-    return stats
-
-
-def _stats(frames: JobFrames) -> dict[int, StepStats]:
-    stats: dict[int, StepStats] = {}
-    chains = list(dict.fromkeys(o.chain for o in frames.observed))
-    for chain in chains:
-        nodes = [o for o in frames.observed if o.chain == chain]
-        for index, st in _chain_stats(nodes, frames.counted_read and chain == "main").items():
-            stats.setdefault(index, StepStats()).add(st)
-    return stats
-
-
 def _native_parquet(df: DataFrame, w, tmp_data: str, tag: str) -> list[Any]:
     """Write local Parquet with Spark's own writer, then give the parts our names."""
     import os
@@ -316,12 +223,13 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
     left_out = [*w.leaves_out, *(() if w.sink.lineage else (SOURCE,))]
     output = frames.output.drop(*left_out) if left_out else frames.output
     try:
-        if w.native:
-            written = _native_parquet(output, w, tmp_data, tag)
-        else:
-            writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, tag, w.rows_per_file, publish_root, w.max_file_bytes)
-            rows = output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
-            written = [WrittenFile(r["path"], r["rows"], r["bytes"]) for r in rows if r["path"] is not None]
+        with keep_observed(output.sparkSession):
+            if w.native:
+                written = _native_parquet(output, w, tmp_data, tag)
+            else:
+                writer = part_writer(w.sink.uri, w.sink.format, w.sink.options, storage, tmp_data, tag, w.rows_per_file, publish_root, w.max_file_bytes)
+                rows = output.mapInArrow(writer, WRITTEN_SCHEMA).collect()
+                written = [WrittenFile(r["path"], r["rows"], r["bytes"]) for r in rows if r["path"] is not None]
     except BaseException:
         release(frames)
         raise
@@ -342,7 +250,7 @@ def finish_side_outputs(frames: JobFrames, side: SideOutputs, run_id: str, tmp_d
     tag = batch_key([run_id, tmp_data])[:8]
     try:
         # Only steps that met bad rows (their counters say so, now that the data is written) are read again.
-        counts = [_bad_rows(e.observation) for e in frames.errors]
+        counts = [bad_rows(e.observation) for e in frames.errors]
         wanted = [e.build() for e, n in zip(frames.errors, counts) if n != 0]
         if wanted:
             errors = wanted[0]
@@ -356,4 +264,4 @@ def finish_side_outputs(frames: JobFrames, side: SideOutputs, run_id: str, tmp_d
                 errors.coalesce(files).mapInArrow(error_writer(asdict(side)), "rows long").collect()
     finally:
         release(frames)
-    side.write("spark", batch_key([run_id, tmp_data]), [], _stats(frames))
+    side.write("spark", batch_key([run_id, tmp_data]), [], job_stats(frames.observed, frames.counted_read))
