@@ -22,9 +22,9 @@ BUDGET_S = 0.9
 # Newest release of each dependency that installs on Python 3.10, checked on 2026-12-03 with
 # `pip index versions NAME --python-version 3.10 --only-binary=:all:`. Our floor of each is newer,
 # so none of them installs on 3.10, and 3.11 is the lowest Python the dependencies allow
-# (the installed numpy 2.4.6, pyarrow 26.0.1, pillow 13.0.0, matplotlib 3.11.2 and pyspark 4.3.0
-# all say Requires-Python >=3.11).
-NEWEST_ON_PY310 = {"numpy": "2.2.6", "pyarrow": "25.0.1", "pillow": "12.3.0", "matplotlib": "3.10.9"}
+# (the installed numpy 2.4.6, pyarrow 26.0.1, pillow 13.0.0 and pyspark 4.3.0 all say
+# Requires-Python >=3.11).
+NEWEST_ON_PY310 = {"numpy": "2.2.6", "pyarrow": "25.0.1", "pillow": "12.3.0"}
 PYTHON_FLOOR = (3, 11)
 
 
