@@ -209,6 +209,8 @@ class StageExecutor:
                     st.drops[result if isinstance(result, str) else spec.name] += 1
             elif spec.kind is OpKind.FLAT_MAP:
                 out += [{**row, **child} for child in result]
+                if not result:  # a row that yields none is dropped
+                    st.drops[spec.name] += 1
             else:
                 out.append(result)
         return from_rows(out, names) if out else {k: v[:0] for k, v in cols.items()}

@@ -548,6 +548,11 @@ class EngineContract:
         step = next(s for s in report.steps if s.op == "table.filter_rows")
         assert (report.rows_in, step.rows_in, step.rows_out, sum(step.drops.values())) == (6, 6, 3, 3)
 
+    def test_a_flat_map_that_yields_nothing_for_a_row_drops_it(self, engine: str, tmp_path: pathlib.Path):
+        _, _, _, report = run_case(CASES["parse_regex_drop"], engine, tmp_path)
+        step = next(s for s in report.steps if s.op == "table.parse_regex")
+        assert (step.rows_in, step.rows_out, step.rows_errored, sum(step.drops.values())) == (4, 1, 0, 3)
+
     def test_the_same_filter_twice_counts_each_steps_drops(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows_twice"], engine, tmp_path)
         counts = [(s.op, s.rows_in, s.rows_out, sum(s.drops.values())) for s in report.steps]

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from connectors.registry import scheme_of
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
-from dataflow.ops.declare import Params
+from dataflow.ops.declare import OpKind, Params
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.python_steps import PYTHON_LOWERING, python_allowed
 from dataflow.plan.columns import named_by, needed_after
@@ -118,11 +118,11 @@ def _lower_read(node: Read, counted: bool = True) -> SparkRead:
 def _step(node: Step, needed: frozenset[str] | None) -> SparkStep:
     if node.op.name not in LOWERINGS and python_allowed(node.op):
         call = StepCall(index=node.index, op=node.op, params=node.params)
-        return SparkStep(index=node.index, name=node.op.name, params=node.params, path=node.path, kind="python", needed_after=needed, drops_rows=node.op.drops_rows, call=call)
+        return SparkStep(index=node.index, name=node.op.name, params=node.params, path=node.path, kind="python", needed_after=needed, drops_rows=_drops_rows(node.op), call=call)
     if node.op.name not in LOWERINGS:
         have = ", ".join(sorted(LOWERINGS))
         raise EngineCapabilityError("spark", f"{node.path} ({node.op.name})", f"Spark lowers only {have}; set engine: ray")
-    return SparkStep(index=node.index, name=node.op.name, params=node.params, path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=node.op.drops_rows)
+    return SparkStep(index=node.index, name=node.op.name, params=node.params, path=node.path, kind=node.op.kind.value, needed_after=needed, drops_rows=_drops_rows(node.op))
 
 
 _STEP_NODES = (FusedMap, Map, Filter, FlatMap, Shuffle)
@@ -160,3 +160,8 @@ def compile_plan(plan: LogicalPlan) -> SparkJob:
         side_read, side_steps, _ = _lower_chain(side.nodes)
         inputs.append(SparkInput(name=side.name, read=SparkRead(side_read.source, side_read.method, side_read.remote, counted=False), steps=tuple(side_steps)))
     return SparkJob(plan=plan, read=read, steps=tuple(steps), write=write, inputs=tuple(inputs))
+
+
+def _drops_rows(op) -> bool:
+    """Whether a step's missing rows are drops: a filter's or dedup's, and a flat map's that yielded nothing (as the executor counts them)."""
+    return op.drops_rows or op.kind is OpKind.FLAT_MAP

@@ -132,8 +132,9 @@ def _chain_stats(nodes: list[Observed], counted_read: bool) -> dict[int, StepSta
             elif bad:
                 stats[NAMED_READ_STEP] = StepStats(rows_errored=bad)
             continue
-        if n.drops_rows:
-            st.drops[n.op] = st.rows_in - st.rows_out - bad
+        dropped = st.rows_in - st.rows_out - bad
+        if n.drops_rows and dropped >= 0:  # a flat map that made more rows than it took names no drops
+            st.drops[n.op] = dropped
         stats[n.index] = st
     return stats
 
