@@ -37,16 +37,17 @@ class ShardRoutes(Generic[T]):
     """Sorted shard boundaries and a payload per shard (where that shard's rows go).
 
     ``first_inputs[i]`` is the first (smallest) input of shard ``i``; shards are given in input
-    order and none is empty.
+    order and none is empty. ``smallest``: the fewest inputs a shard holds (read tasks are sized by it).
     """
 
-    def __init__(self, first_inputs: Sequence[str], payloads: Sequence[T]):
+    def __init__(self, first_inputs: Sequence[str], payloads: Sequence[T], smallest: int = 1):
         if len(first_inputs) != len(payloads) or not first_inputs:
             raise ValueError(f"ShardRoutes needs one first input per payload and at least one shard, got {len(first_inputs)} inputs for {len(payloads)} payloads")
         self.starts = input_key(list(first_inputs))
         if np.any(self.starts[1:] <= self.starts[:-1]):
             raise ValueError("ShardRoutes: shard boundaries must be strictly increasing (shards are slices of the sorted inputs)")
         self.payloads = list(payloads)
+        self.smallest = smallest
 
     def __len__(self) -> int:
         return len(self.payloads)
