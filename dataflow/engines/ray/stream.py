@@ -61,11 +61,11 @@ def stream_shards(job: RayJob, runs: list[ShardRun], options: RunOptions, done: 
         writer = ShardWriter(job, first.storage_options, first.tmp_data, first.run_id, first.publish_root)
         out = ds.map_batches(Routed(routes, SOURCE, fn=writer, tag=True), batch_size=job.write.rows_per_file, batch_format=ARROW)
         written: list[list[Any]] = [[] for _ in live]
-        complete, rows, last, start = 0, 0, None, time.monotonic()
+        complete, rows, files, last, start = 0, 0, 0, None, time.monotonic()
         for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
             for p, r, b, pos in zip(batch["path"], batch["rows"], batch["bytes"], batch[SHARD]):
                 written[int(pos)].append(WrittenFile(str(p), int(r), int(b)))
-                rows += int(r)
+                rows, files = rows + int(r), files + 1
             newest = int(batch[SHARD].max()) if len(batch[SHARD]) else complete
             for pos in range(complete, newest):  # every shard before the newest one seen is complete
                 if not done(live[pos], written[pos]):
@@ -73,7 +73,7 @@ def stream_shards(job: RayJob, runs: list[ShardRun], options: RunOptions, done: 
             complete = max(complete, newest)
             if options.progress and not sys.stderr.isatty() and (last is None or time.monotonic() - last > 5):
                 last = time.monotonic()
-                print(f"dataflow: {rows} rows written, {complete} of {len(live)} shards complete, {last - start:.0f}s", file=sys.stderr, flush=True)
+                print(f"dataflow: {rows} rows written in {files} files, {last - start:.0f}s", file=sys.stderr, flush=True)
         for pos in range(complete, len(live)):
             if not done(live[pos], written[pos]):
                 return
