@@ -221,6 +221,14 @@ def model(results: dict, files: int, model_files: int, cpus_per_node: int = 16) 
     return lines
 
 
+def replay(path: str, files: int, model_files: int) -> None:
+    """Print the tables and the model again from a ``--json`` file."""
+    results = {int(n): runs for n, runs in json.loads(pathlib.Path(path).read_text()).items()}
+    for n, runs in sorted(results.items()):
+        _print(n, runs, list(runs))
+    print("\n".join(model(results, files, model_files)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=2000)
@@ -231,12 +239,16 @@ def main() -> None:
     parser.add_argument("--model-files", type=int, default=100_000_000)
     parser.add_argument("--kinds", nargs="+", default=list(KINDS))
     parser.add_argument("--json", default=None)
+    parser.add_argument("--replay", default=None, help="print the figures of an earlier --json file")
     parser.add_argument("--child", choices=KINDS)
     parser.add_argument("--src")
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child, args.src, args.out, args.files_per_shard)))
+        return
+    if args.replay:
+        replay(args.replay, args.files, args.model_files)
         return
     work = pathlib.Path(tempfile.mkdtemp(prefix="dataflow-overhead-"))
     write_files(work / "in", args.files, args.rows)
@@ -275,6 +287,7 @@ def _print(n: int, runs: dict[str, list[dict]], kinds: list[str]) -> None:
             firsts = [r["first"] for r in runs[kind]]
             later = [statistics.median(r["later"]) for r in runs[kind] if r["later"]]
             line += f"  shards {runs[kind][0]['shards']}, first shard {_fmt(firsts)} s, later (median gap) {_fmt(later) if later else '-'} s"
+            line += f"\n{'':12s}driver staging per shard: first {_fmt([1e3 * r['stage_s'][0] for r in runs[kind]])} ms, later {_fmt([1e3 * statistics.median(r['stage_s'][1:]) for r in runs[kind]])} ms"
         print(line, flush=True)
 
 
