@@ -21,8 +21,11 @@ sized as ``make_shards`` does (>= 8 files per CPU), commits overlapping the stre
 
     overhead(N) = (fixed + d F + s + max(0, S s - W) + o F / (C N)) / (W + that),  W = w F / (C N)
 
+``--warm`` times each contender's second run in its process, without the first run's imports
+and Ray Data warm-up (issue 18 point 1's part).
+
 Usage: python benchmarks/overhead.py [--files 2000] [--rows 20] [--rounds 3] [--nodes 1 2 3 4]
-       [--model-files 100000000] [--json OUT.json]
+       [--files-per-shard N] [--warm] [--model-files 100000000] [--json OUT.json] [--replay JSON]
 """
 from __future__ import annotations
 
@@ -112,11 +115,22 @@ def write_files(folder: pathlib.Path, files: int, rows: int) -> None:
         (folder / f"f{f:06d}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def child(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
-    """One contender in this process, joined to ``RAY_ADDRESS``: its wall time (after ray.init) and shard commit times."""
+def child(kind: str, src: str, out: str, files_per_shard: int | None, warm: bool = False) -> dict:
+    """One contender in this process, joined to ``RAY_ADDRESS``: its wall time (after ray.init) and shard commit times.
+
+    ``warm``: run it once untimed first (imports, Ray Data's first execution and the job's
+    workers are then warm: what a second run in a notebook or a warm driver sees).
+    """
     import ray
 
     ray.init(address=os.environ["RAY_ADDRESS"], _node_ip_address="127.0.0.1", logging_level="ERROR", log_to_driver=False)
+    if warm:
+        _once(kind, src, out + "-warmup", files_per_shard)
+    return _once(kind, src, out, files_per_shard)
+
+
+def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
+    import ray
     if kind == "ray-data":
         import pyarrow.compute as pc
 
@@ -182,8 +196,9 @@ def child(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
             "outside_stream": wall - (end - begin), "listing": sum(listing)}
 
 
-def _run_child(kind: str, address: str, src: pathlib.Path, out: pathlib.Path, files_per_shard: int | None) -> dict:
+def _run_child(kind: str, address: str, src: pathlib.Path, out: pathlib.Path, files_per_shard: int | None, warm: bool = False) -> dict:
     cmd = [sys.executable, __file__, "--child", kind, "--src", str(src), "--out", str(out)] + (["--files-per-shard", str(files_per_shard)] if files_per_shard else [])
+    cmd += ["--warm"] if warm else []
     proc = subprocess.run(cmd, env={**_env(), "RAY_ADDRESS": address}, capture_output=True, text=True, timeout=900)
     if proc.returncode:
         raise RuntimeError(f"{kind} failed: {proc.stderr[-2000:]}")
@@ -236,6 +251,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 3, 4])
     parser.add_argument("--files-per-shard", type=int, default=None)
+    parser.add_argument("--warm", action="store_true", help="time each contender's second run in its process (after an untimed one)")
     parser.add_argument("--model-files", type=int, default=100_000_000)
     parser.add_argument("--kinds", nargs="+", default=list(KINDS))
     parser.add_argument("--json", default=None)
@@ -245,7 +261,7 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.src, args.out, args.files_per_shard)))
+        print(json.dumps(child(args.child, args.src, args.out, args.files_per_shard, args.warm)))
         return
     if args.replay:
         replay(args.replay, args.files, args.model_files)
@@ -265,7 +281,7 @@ def main() -> None:
             for r in range(args.rounds):
                 order = args.kinds[r % len(args.kinds):] + args.kinds[: r % len(args.kinds)]
                 for kind in order:
-                    results[n][kind].append(_run_child(kind, head, work / "in", work / f"out-{n}-{kind}-{r}", args.files_per_shard))
+                    results[n][kind].append(_run_child(kind, head, work / "in", work / f"out-{n}-{kind}-{r}", args.files_per_shard, args.warm))
             _print(n, results[n], args.kinds)
     finally:
         stop_nodes(procs)
