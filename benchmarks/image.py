@@ -6,6 +6,11 @@ Runs, in one Ray session, on the same generated 1024x768 JPEGs:
   ours (no draft) the same pipeline with auto_draft: false: full decode, as the baselines do
   ray binary      read_binary_files + map_batches(Pillow decode, Lanczos thumbnail, phash)
   ray images      read_images + map_batches(Lanczos resize, phash)
+  floor           the decode floor: one process, no framework, Pillow's draft() decode of the
+                  same files in memory, the same Lanczos resize and phash; its images/s is what one
+                  core can do at best, and "ours per core / floor" (our images/s after engine
+                  start divided by the Ray session's CPUs, over the floor's) is issue 18's point 4
+                  (target >= 0.6)
   daft            optional: runs only when Daft is installed (``pip install daft``, not a dataflow
                   dependency); Daft's native download + decode + resize, phash as a Daft UDF, on
                   Daft's native (in-process, multithreaded) runner, not on the Ray session
@@ -90,6 +95,25 @@ def run_ours(folder: pathlib.Path, out: pathlib.Path, draft: bool) -> float:
     start = time.perf_counter()
     report = run_pipeline(spec, RunOptions(progress=False))
     assert report.rows_out == len(list(folder.glob("*.jpg"))), report
+    return time.perf_counter() - start
+
+
+def run_floor(paths: list[str]) -> float:
+    """The decode floor: the same decode (draft), resize and phash in this process, files read into memory first."""
+    import io
+
+    from PIL import Image
+
+    from dataflow.ops.image.phash import phash_pixels
+
+    datas = [pathlib.Path(p).read_bytes() for p in paths]
+    start = time.perf_counter()
+    for data in datas:
+        im = Image.open(io.BytesIO(data))
+        im.draft("RGB", (SIDE, SIDE))
+        im = im.convert("RGB")
+        im.thumbnail((SIDE, SIDE), Image.Resampling.LANCZOS, reducing_gap=None)
+        phash_pixels(np.asarray(im))
     return time.perf_counter() - start
 
 
@@ -184,6 +208,9 @@ def main() -> int:
         result["ray_images_s"] = run_ray_images(paths, work / "out_images")
         result["ours_draft_s"] = run_ours(folder, work / "out_ours_draft", draft=True)
         result["ours_nodraft_s"] = run_ours(folder, work / "out_ours_full", draft=False)
+        result["floor_s"] = run_floor(paths)
+        cpus = ray.cluster_resources().get("CPU", 1)
+        result["ours_per_core_over_floor"] = round(result["floor_s"] / (result["ours_draft_s"] * cpus), 2)
         daft_s = run_daft(paths, work / "out_daft")
         result["daft_s"] = daft_s if daft_s is not None else "not installed (pip install daft)"
         for base in ("ray_binary", "ray_images"):

@@ -67,17 +67,53 @@ def _is_tensor_column(arr: np.ndarray) -> bool:
     return arr.ndim > 1 or (arr.dtype == object and any(isinstance(v, np.ndarray) for v in arr))
 
 
-def _tensor_cell(v: Any) -> dict | None:
-    if v is None:
-        return None
-    arr = np.ascontiguousarray(v)
-    return {"shape": list(arr.shape), "dtype": arr.dtype.str, "data": arr.tobytes()}
+def _tensor_array(values: np.ndarray) -> pa.StructArray:
+    """ndarray cells (None allowed) as one ``TENSOR_TYPE`` array, built from buffers: one copy of the data, no per-cell dicts."""
+    cells = [None if v is None else np.ascontiguousarray(v) for v in values]
+    present = [c for c in cells if c is not None]
+    sizes = np.fromiter((0 if c is None else c.nbytes for c in cells), dtype=np.int64, count=len(cells))
+    ndims = np.fromiter((0 if c is None else c.ndim for c in cells), dtype=np.int32, count=len(cells))
+    data = np.concatenate([c.reshape(-1).view(np.uint8) for c in present]) if present else np.empty(0, dtype=np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    dims = np.fromiter((d for c in present for d in c.shape), dtype=np.int64)
+    shape_offsets = np.concatenate([[0], np.cumsum(ndims)]).astype(np.int32)
+    mask = pa.array([c is None for c in cells], type=pa.bool_()) if len(present) < len(cells) else None
+    return pa.StructArray.from_arrays(
+        [
+            pa.ListArray.from_arrays(pa.array(shape_offsets), pa.array(dims, type=pa.int64())),
+            pa.array([None if c is None else c.dtype.str for c in cells], type=pa.string()),
+            _binary(offsets, data),
+        ],
+        fields=list(TENSOR_TYPE),
+        mask=mask,
+    )
+
+
+def _binary(offsets: np.ndarray, data: np.ndarray) -> pa.Array:
+    """A ``binary`` array over ``data`` cut at ``offsets`` (int32 offsets: Arrow's binary holds under 2 GiB per array)."""
+    if offsets[-1] >= 2**31:
+        raise ValueError(f"a batch of tensors holds {offsets[-1]} bytes, over Arrow's 2 GiB per binary array: lower the step's batch_size")
+    return pa.Array.from_buffers(pa.binary(), len(offsets) - 1, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)])
 
 
 def _tensor_values(col: pa.ChunkedArray) -> np.ndarray:
+    """``TENSOR_TYPE`` cells as read-only ndarray views over the Arrow data buffer (no copy)."""
     out = np.empty(len(col), dtype=object)
-    for i, cell in enumerate(col.to_pylist()):
-        out[i] = None if cell is None else np.frombuffer(cell["data"], dtype=np.dtype(cell["dtype"])).reshape(cell["shape"])
+    i = 0
+    for chunk in col.chunks:
+        shapes, dtypes, data = chunk.flatten()  # the children, with the chunk's slice applied
+        dims, shape_at = shapes.values.to_numpy(zero_copy_only=False), shapes.offsets.to_numpy()
+        buffers = data.buffers()
+        wide = pa.types.is_large_binary(data.type)
+        offsets = np.frombuffer(buffers[1], dtype=np.int64 if wide else np.int32)[data.offset:data.offset + len(data) + 1]
+        raw = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.empty(0, dtype=np.uint8)
+        valid = chunk.is_valid().to_numpy(zero_copy_only=False)
+        for j, kind in enumerate(dtypes.to_pylist()):
+            if valid[j] and kind is not None:
+                out[i] = raw[offsets[j]:offsets[j + 1]].view(np.dtype(kind)).reshape(tuple(dims[shape_at[j]:shape_at[j + 1]]))
+            else:
+                out[i] = None
+            i += 1
     return out
 
 
@@ -98,7 +134,7 @@ def to_arrow(cols: Columns) -> pa.Table:
     for k, v in cols.items():
         names.append(k)
         if _is_tensor_column(v):
-            arrays.append(pa.array([_tensor_cell(x) for x in v], type=TENSOR_TYPE))
+            arrays.append(_tensor_array(v))
         elif v.dtype == object and any(isinstance(x, MapCell) for x in v):
             arrays.append(_map_array(v))
         else:

@@ -18,6 +18,7 @@ from typing import Any
 from dataflow.dsl.spec import PipelineSpec
 from dataflow.engines.base import RunContext, RunOptions
 from dataflow.runtime.report import RunReport
+from dataflow.runtime.settings import RunSettings
 
 __all__ = ["Held", "hold_pipeline"]
 
@@ -68,7 +69,7 @@ def hold_pipeline(spec: PipelineSpec, options: RunOptions) -> Held | None:
     _check_input_types(spec, logical)
     folder = spec.sink.uri.rstrip("/")
     side = SideOutputs(uri=folder, storage_options={}, stats_dir=posixpath.join(folder, "_stats"), errors_dir=posixpath.join(folder, "_errors"))
-    ctx = RunContext(run_id=uuid.uuid4().hex[:12], tmp_data=posixpath.join(folder, "_tmp"), side=side, storage_options=spec.storage.options)
+    ctx = RunContext(run_id=uuid.uuid4().hex[:12], tmp_data=posixpath.join(folder, "_tmp"), side=side, settings=RunSettings(storage_options=spec.storage.options))
     try:
         value, rows = engine.hold(job, ctx, options)
     except DataflowError:

@@ -12,7 +12,7 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dataflow.dsl.spec import PipelineSpec
@@ -28,11 +28,11 @@ from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
-from dataflow.runtime.settings import resolve_settings
+from dataflow.runtime.settings import RunSettings, resolve_settings
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
 
-__all__ = ["BudgetExceededError", "UnbalancedCountsError", "cache_config", "commit_shards", "pipeline_hash", "run_pipeline", "take_rows"]
+__all__ = ["BudgetExceededError", "UnbalancedCountsError", "commit_shards", "pipeline_hash", "run_pipeline", "run_settings", "take_rows"]
 
 
 class BudgetExceededError(RunError):
@@ -119,7 +119,7 @@ def run_pipeline(
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, list_source, parquet_schema, scheme_of, strip_scheme
+    from connectors.registry import filesystem, list_source, parquet_schema, storage_traits, strip_scheme
     from dataflow.plan.input_types import check_input_types
 
     logical, optimized, engine, job = compile_pipeline(spec)
@@ -128,7 +128,7 @@ def run_pipeline(
     run_id = uuid.uuid4().hex[:12]
     layout = SinkLayout(strip_scheme(sink.uri), run_id)
     refuse_existing(fs, layout, sink.mode, sink.uri)
-    if scheme_of(sink.uri) not in ("file", "memory"):
+    if not storage_traits(sink.uri).is_local:
         check_scratch()
     if shard is None:  # shard runs may run side by side (an Indexed Job): each keeps to its own tmp
         sweep_tmp(fs, layout)
@@ -187,41 +187,39 @@ def run_pipeline(
 
 
 def _shard_context(
-    layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, cache: dict[str, Any] | None = None, publish: bool = False
+    layout: SinkLayout, shard_id: str, run_id: str, spec: PipelineSpec, inputs, settings: RunSettings | None = None, publish: bool = False
 ) -> tuple[str, RunContext]:
     """The shard's tmp folder and context; ``publish``: the run's output phase (object stores upload to final names)."""
-    from connectors.registry import scheme_of
+    from connectors.registry import storage_traits
 
     tmp = posixpath.join(layout.tmp, shard_id)
     side = SideOutputs(uri=spec.sink.uri, storage_options=spec.storage.options, stats_dir=posixpath.join(tmp, "_stats"), errors_dir=posixpath.join(tmp, "_errors"))
-    root = layout.root if publish and scheme_of(spec.sink.uri) not in ("file", "memory") else None
-    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, storage_options=spec.storage.options, inputs=inputs, cache=cache, publish_root=root)
+    root = layout.root if publish and not storage_traits(spec.sink.uri).is_local else None
+    settings = settings or RunSettings(storage_options=spec.storage.options)
+    return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, settings=settings, inputs=inputs, publish_root=root)
 
 
-def cache_config(spec: PipelineSpec, options: RunOptions) -> dict[str, Any] | None:
-    """The run's cache tier (``RunSettings.cache``, ``dataflow.runtime.settings``), or None when it is off or unusable.
+def run_settings(spec: PipelineSpec, options: RunOptions) -> RunSettings:
+    """The run's ``RunSettings`` (``dataflow.runtime.settings``), resolved once; the cache is None when it is off or unusable.
 
-    A directory that cannot be used is reported once here, and the run reads directly from remote storage.
+    A cache directory that cannot be used is reported once here, and the run reads directly from remote storage.
     """
     import logging
 
     from connectors.registry import check_cache
 
-    settings = resolve_settings(spec, cache_dir=options.cache_dir).cache
-    if settings is None:
-        return None
-    cache = settings.as_options()
-    problem = check_cache(cache)
+    settings = resolve_settings(spec, cache_dir=options.cache_dir)
+    problem = settings.cache and check_cache(settings.cache)
     if problem:
         logging.getLogger("dataflow.cache").warning("dataflow cache: %s; reading directly from remote storage", problem)
-        return None
-    return cache
+        return replace(settings, cache=None)
+    return settings
 
 
 def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
     """Run shards (the engine decides how: one stream, or a few at once) and stage each as it finishes; stop early past ``max_errors``."""
-    cache = cache_config(spec, options)
-    runs = [ShardRun(s, *_shard_context(layout, s.id, layout.run_id, spec, s.inputs, cache, publish=publish)) for s in shards]
+    settings = run_settings(spec, options)
+    runs = [ShardRun(s, *_shard_context(layout, s.id, layout.run_id, spec, s.inputs, settings, publish=publish)) for s in shards]
 
     def done(run: ShardRun, written: list) -> bool:
         progress.stage(run.shard, run.tmp, written, phase="map", run_id=layout.run_id)
@@ -362,5 +360,5 @@ def take_rows(spec: PipelineSpec, n: int, options: RunOptions = RunOptions()) ->
     _, _, engine, job = compile_pipeline(spec)
     with tempfile.TemporaryDirectory(prefix="dataflow-take-") as tmp:
         side = SideOutputs(uri=tmp, storage_options={}, stats_dir=f"{tmp}/_stats", errors_dir=f"{tmp}/_errors")
-        ctx = RunContext(run_id="take", tmp_data=f"{tmp}/data", side=side, storage_options=spec.storage.options)
+        ctx = RunContext(run_id="take", tmp_data=f"{tmp}/data", side=side, settings=RunSettings(storage_options=spec.storage.options))
         return engine.take(job, n, ctx, options)

@@ -12,6 +12,7 @@ import random
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 from PIL import Image
@@ -19,25 +20,33 @@ from PIL import Image
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+def _kind(i: int) -> str:
+    return "corrupt" if i % 100 == 7 else ("tiny" if i % 33 == 5 else "good")
+
+
+def _write_image(folder: pathlib.Path, i: int, seed: int) -> None:
+    """Write image ``i``: its size and colours come from ``(seed, i)`` alone, so any process writes the same file."""
+    rng = random.Random(seed * 1_000_003 + i)
+    kind = _kind(i)
+    w, h = (rng.randint(16, 48), rng.randint(16, 48)) if kind == "tiny" else (rng.randint(300, 1024), rng.randint(300, 768))
+    ext = ("jpg", "png", "webp")[i % 3]
+    y, x = np.mgrid[0:h, 0:w]
+    pixels = np.stack([(x * 255 // w), (y * 255 // h), np.full_like(x, (i * 37) % 256)], axis=-1).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format={"jpg": "JPEG", "png": "PNG", "webp": "WEBP"}[ext])
+    data = buf.getvalue()
+    if kind == "corrupt":
+        data = data[: len(data) // 3]
+    (folder / f"img_{i:05d}.{ext}").write_bytes(data)
+
+
 def generate_images(folder: pathlib.Path, count: int, seed: int = 0) -> dict[str, int]:
-    """Write ``count`` images in JPEG, PNG and WebP of varied sizes; 1% are corrupt, 3% tiny."""
-    rng = random.Random(seed)
+    """Write ``count`` images in JPEG, PNG and WebP of varied sizes, on every core; 1% are corrupt, 3% tiny."""
     folder.mkdir(parents=True, exist_ok=True)
-    counts = {"good": 0, "tiny": 0, "corrupt": 0}
-    for i in range(count):
-        kind = "corrupt" if i % 100 == 7 else ("tiny" if i % 33 == 5 else "good")
-        w, h = (rng.randint(16, 48), rng.randint(16, 48)) if kind == "tiny" else (rng.randint(300, 1024), rng.randint(300, 768))
-        ext = ("jpg", "png", "webp")[i % 3]
-        y, x = np.mgrid[0:h, 0:w]
-        pixels = np.stack([(x * 255 // w), (y * 255 // h), np.full_like(x, (i * 37) % 256)], axis=-1).astype(np.uint8)
-        buf = io.BytesIO()
-        Image.fromarray(pixels).save(buf, format={"jpg": "JPEG", "png": "PNG", "webp": "WEBP"}[ext])
-        data = buf.getvalue()
-        if kind == "corrupt":
-            data = data[: len(data) // 3]
-        (folder / f"img_{i:05d}.{ext}").write_bytes(data)
-        counts[kind] += 1
-    return counts
+    with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, 8)) as pool:
+        list(pool.map(_write_image, [folder] * count, range(count), [seed] * count, chunksize=16))
+    kinds = [_kind(i) for i in range(count)]
+    return {k: kinds.count(k) for k in ("good", "tiny", "corrupt")}
 
 
 def main() -> int:

@@ -5,11 +5,12 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from dataflow.ops.declare import Modality, OpKind
 from dataflow.runtime.progress import MIN_FILES_PER_SHARD
+from dataflow.runtime.settings import CacheSettings, RunSettings
 
 __all__ = ["CompiledJob", "Engine", "EngineCaps", "RunContext", "RunOptions", "ShardRun"]
 
@@ -78,15 +79,24 @@ class CompiledJob(Protocol):
 
 @dataclass(frozen=True)
 class RunContext:
-    """Where one run writes: its id, the sink's temporary folders, and storage options."""
+    """Where one run writes (its id, the sink's temporary folders) and the run's resolved ``RunSettings``."""
 
     run_id: str
     tmp_data: str
     side: Any
-    storage_options: dict[str, dict[str, Any]]
+    settings: RunSettings = field(default_factory=RunSettings)  # cache, storage options, scratch, credential references
     inputs: tuple[str, ...] | None = None  # the shard's input URIs; None: list the source
-    cache: dict[str, Any] | None = None  # the cache tier {dir, max_bytes}: pass to connectors.registry.filesystem(cache=)
     publish_root: str | None = None  # object-store sinks, last phase: writers upload finished files here, under their final names
+
+    @property
+    def storage_options(self) -> dict[str, dict[str, Any]]:
+        """The run's fsspec options per scheme (``settings.storage_options``)."""
+        return self.settings.storage_options
+
+    @property
+    def cache(self) -> CacheSettings | None:
+        """The cache tier (``settings.cache``), handed to ``connectors.registry.filesystem(cache=)``."""
+        return self.settings.cache
 
 
 @dataclass(frozen=True)

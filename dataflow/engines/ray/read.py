@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from dataflow.runtime.io_stats import IoSpan, record_io, shard_tmp_of
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
+if TYPE_CHECKING:
+    from dataflow.runtime.settings import CacheSettings
+
 __all__ = ["FILES_PER_TASK", "FetchFiles", "ReadStream", "cache_dir_of", "listing_items", "record_cache"]
 
 READ_STEP = -1
@@ -31,7 +34,7 @@ LINES_PER_BATCH = 4096
 _VERSION_KEYS = ("name", "size", "ETag", "mtime", "LastModified", "ino", "modificationTime")
 
 
-def listing_items(uris: list[str], storage_options: dict, cache: dict | None) -> list[dict[str, str]]:
+def listing_items(uris: list[str], storage_options: dict, cache: CacheSettings | None) -> list[dict[str, str]]:
     """Return the read items of a shard: each URI with its listing entry (JSON) when the cache needs one.
 
     The entry comes from the driver's listing cache, so no extra request is made for remote
@@ -78,7 +81,7 @@ def _path_of(uri: str) -> str:
 class FetchFiles:
     """Read whole files: ``{uri, info}`` items in, ``{path, bytes}`` out (the shape of ``read_binary_files``)."""
 
-    def __init__(self, source_uri: str, storage_options: dict, cache: dict | None, side: SideOutputs):
+    def __init__(self, source_uri: str, storage_options: dict, cache: CacheSettings | None, side: SideOutputs):
         self.source_uri, self.storage_options, self.cache, self.side = source_uri, storage_options, cache, side
 
     def __call__(self, batch: Columns) -> Columns:
@@ -107,7 +110,7 @@ class ReadStream:
     ``webdataset``).
     """
 
-    def __init__(self, source_uri: str, fmt: str, options: dict[str, Any], storage_options: dict, cache: dict | None, side: SideOutputs):
+    def __init__(self, source_uri: str, fmt: str, options: dict[str, Any], storage_options: dict, cache: CacheSettings | None, side: SideOutputs):
         self.source_uri, self.fmt, self.options, self.side = source_uri, fmt, options, side
         self.storage_options, self.cache = storage_options, cache
 

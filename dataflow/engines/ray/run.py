@@ -4,7 +4,7 @@ from __future__ import annotations
 import posixpath
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,9 @@ from dataflow.runtime.routes import ShardRoutes
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
+if TYPE_CHECKING:
+    from dataflow.runtime.settings import CacheSettings
+
 __all__ = ["build_dataset", "stream_written"]
 
 READ_STEP = -1
@@ -32,7 +35,7 @@ ACTOR_MAX_RESTARTS = 3
 class ReadAdapter:
     """Turn fetched whole files into rows with a ``__source__`` URI, or read Parquet row groups."""
 
-    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: dict | None = None):
+    def __init__(self, scheme_prefix: str, parse: str | None, options: dict[str, Any], side: SideOutputs, storage_options: dict, cache: CacheSettings | None = None):
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
         self.storage_options, self.cache = storage_options, cache
 
@@ -103,7 +106,7 @@ class ShardWriter:
         self.publish_root = publish_root
 
     def __call__(self, batch: pa.Table) -> Columns:
-        from connectors.registry import filesystem, format_connector, io_counters, scheme_of, write_through_scratch
+        from connectors.registry import filesystem, format_connector, io_counters, storage_traits, write_through_scratch
 
         batch = from_arrow(batch)
         sink = self.job.write.sink
@@ -116,7 +119,7 @@ class ShardWriter:
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
         batch = {k: v for k, v in batch.items() if k not in left_out}
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
-        local = scheme_of(sink.uri) in ("file", "memory")
+        local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
         before = io_counters()
         written = []
@@ -200,7 +203,7 @@ def build_dataset(
     storage_options: dict,
     limit: int | None = None,
     inputs: tuple[str, ...] | None = None,
-    cache: dict | None = None,
+    cache: CacheSettings | None = None,
     partitions: int | None = None,
     routes: ShardRoutes[ShardPlace] | None = None,
 ):
@@ -209,7 +212,7 @@ def build_dataset(
     ``inputs`` restricts the read to those files (one shard); otherwise the source is listed.
     ``routes``: the inputs are several shards' (one streamed run); each task writes its side
     outputs per shard (``routed.Routed``) and ``side`` is not used.
-    ``cache`` (``{dir, max_bytes}``) reads remote files through the node-local cache tier.
+    ``cache`` (a ``CacheSettings``) reads remote files through the node-local cache tier.
     ``partitions``: the global steps' shuffle partition count (default ``shuffle.shuffle_partitions``).
     """
     import ray
@@ -255,7 +258,7 @@ def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool
     return fn if routes is None else Routed(routes, key, fn=fn, tag=tag)
 
 
-def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: dict | None, partitions: int | None, routes: ShardRoutes[ShardPlace] | None = None):
+def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None, routes: ShardRoutes[ShardPlace] | None = None):
     """The job's stages (and named sources) over the read rows ``ds``."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
     for stage in job.stages:
@@ -272,7 +275,7 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
     return ds
 
 
-def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: dict | None):
+def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: CacheSettings | None):
     """Read a named source and run its steps into Ray's object store (not the driver); its read counters are not the run's input rows."""
     from dataclasses import replace
 

@@ -14,7 +14,7 @@ import csv
 import io
 import json
 from dataclasses import asdict
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -29,6 +29,9 @@ from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, Datafl
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
+
+if TYPE_CHECKING:
+    from dataflow.runtime.settings import CacheSettings
 
 __all__ = ["infer_json_fields", "read_source", "sample_lines"]
 
@@ -64,9 +67,10 @@ def _our_path(file_path: str = "_metadata.file_path") -> Column:
     return F.expr(_our_path_sql(file_path))
 
 
-def _python_source(spark, files: list[str], kind: str, schema: T.StructType, read: SparkRead, side, storage: dict, cache: dict | None, **extra: Any) -> DataFrame:
+def _python_source(spark, files: list[str], kind: str, schema: T.StructType, read: SparkRead, side, storage: dict, cache: CacheSettings | None, **extra: Any) -> DataFrame:
     _register(spark)
-    job = {"files": files, "kind": kind, "storage_options": storage, "cache": cache, "options": read.source.options, "counted": read.counted, "side": asdict(side), **extra}
+    # The job reaches the data source as a JSON option, so the cache travels as its {dir, max_bytes} form.
+    job = {"files": files, "kind": kind, "storage_options": storage, "cache": cache and cache.as_options(), "options": read.source.options, "counted": read.counted, "side": asdict(side), **extra}
     return spark.read.format("dataflow").option("schema", schema.json()).option("job", json.dumps(job)).load()
 
 
@@ -102,7 +106,7 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None, only_invalid: bool = False) -> DataFrame:
+def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, only_invalid: bool = False) -> DataFrame:
     """(__source__, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
     Natively (local or s3a, UTF-8, not compressed) a file is read as bytes; in a file that is not
@@ -142,7 +146,7 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     return _union(frames)
 
 
-def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
+def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> Checked:
     plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
     frames = []
     if plain:
@@ -262,7 +266,7 @@ def sample_lines(files: list[str], storage: dict) -> list[str]:
     return out
 
 
-def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> Checked:
+def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> Checked:
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
@@ -278,7 +282,7 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))
 
 
-def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
+def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
     from connectors.formats.compressed import DamagedFile
     from connectors.registry import open_lines
 
@@ -296,7 +300,7 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: d
     return _python_source(spark, files, "csv", schema, read, side, storage, cache, columns=names)
 
 
-def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: dict | None = None) -> DataFrame:
+def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
     if _native(spark, read):
         df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
         own = F.concat(_our_path(), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
@@ -316,12 +320,12 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
     return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, cache, columns=names)
 
 
-def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: dict | None = None) -> DataFrame | Checked:
+def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``__source__`` column first, then the data.
 
     For text and jsonl the result is ``Checked``: the rows, with the lines that are not UTF-8 (or,
     for jsonl, do not parse) flagged.
-    ``cache`` (``{dir, max_bytes}``): the Python data source reads remote files through the cache tier.
+    ``cache`` (a ``CacheSettings``): the Python data source reads remote files through the cache tier.
     """
     if read.source.in_memory:  # rows this process holds (dataflow.memory), no files
         from dataflow.engines.spark.memory_io import held_frame

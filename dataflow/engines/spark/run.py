@@ -15,7 +15,7 @@ import threading
 import uuid
 import weakref
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation
@@ -31,6 +31,9 @@ from dataflow.engines.spark.table_ops import BAD, Checked
 from dataflow.engines.spark.write import WRITTEN_SCHEMA, error_writer, part_writer
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
+
+if TYPE_CHECKING:
+    from dataflow.runtime.settings import CacheSettings
 
 __all__ = ["JobFrames", "build_frames", "finish_side_outputs", "release", "write_outputs"]
 
@@ -135,7 +138,7 @@ class _Builder:
         return df.where(~bad).drop(BAD, *checked.helpers)
 
     def chain(
-        self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: dict | None = None
+        self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: CacheSettings | None = None
     ) -> DataFrame:
         df = read_source(spark, read, files, side, storage, cache)
         kinds = [s.kind for s in steps]
@@ -160,7 +163,7 @@ class _Builder:
         return df
 
 
-def _sample(spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], storage: dict, named: dict, cache: dict | None):
+def _sample(spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], storage: dict, named: dict, cache: CacheSettings | None):
     """The first rows a Python step receives, from a separate query without the run's counters (its output schema comes from them)."""
     import tempfile
 
@@ -178,10 +181,10 @@ def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, re
     return failed.where(bad).select(source.alias("source"), op_name.alias("op"), etype.alias("error_type"), reason.alias("reason"))
 
 
-def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: dict | None = None) -> JobFrames:
+def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: CacheSettings | None = None) -> JobFrames:
     """Build (lazily) the output frame of ``job`` over ``files``, and the frames of its row errors.
 
-    ``cache`` (``{dir, max_bytes}``): remote files are read through the node-local cache tier.
+    ``cache`` (a ``CacheSettings``): remote files are read through the node-local cache tier.
     """
     from connectors.registry import list_files
 

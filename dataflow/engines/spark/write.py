@@ -55,11 +55,11 @@ def part_writer(
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
-        from connectors.registry import filesystem, format_connector, io_counters, scheme_of, write_through_scratch
+        from connectors.registry import filesystem, format_connector, io_counters, storage_traits, write_through_scratch
         from dataflow.runtime.io_stats import record_io
 
         fs = filesystem(sink_uri, storage_options)
-        local = scheme_of(sink_uri) in ("file", "memory")
+        local = storage_traits(sink_uri).is_local
         folder = tmp_data if local else (publish_root or tmp_data)
         before = io_counters()
         ext = format_connector(fmt).extension

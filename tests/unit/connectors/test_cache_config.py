@@ -8,7 +8,14 @@ import pytest
 from dataflow.dsl.parse import parse_pipeline
 from dataflow.engines.base import RunOptions
 from dataflow.errors import DataflowError, PipelineSpecError
-from dataflow.runner import cache_config, pipeline_hash
+from dataflow.runner import pipeline_hash, run_settings
+from dataflow.runtime.settings import CacheSettings
+
+
+def cache_config(spec, options):
+    """The cache tier of the run's settings, resolved once by the runner."""
+    return run_settings(spec, options).cache
+
 
 BASE = {"name": "p", "source": {"uri": "s3://b/in/", "format": "image"}, "sink": {"uri": "/tmp/out"}}
 
@@ -22,14 +29,14 @@ def test_flag_beats_environment_beats_yaml(tmp_path, monkeypatch):
     monkeypatch.delenv("DATAFLOW_CACHE_DIR", raising=False)
     monkeypatch.delenv("DATAFLOW_CACHE_MAX_BYTES", raising=False)
     assert cache_config(_spec(), RunOptions()) is None
-    assert cache_config(yaml_spec, RunOptions()) == {"dir": str(tmp_path / "yaml"), "max_bytes": 2 * 10**9}
+    assert cache_config(yaml_spec, RunOptions()) == CacheSettings(str(tmp_path / "yaml"), 2 * 10**9)
     monkeypatch.setenv("DATAFLOW_CACHE_DIR", str(tmp_path / "env"))
-    assert cache_config(_spec(), RunOptions()) == {"dir": str(tmp_path / "env"), "max_bytes": None}
-    assert cache_config(yaml_spec, RunOptions()) == {"dir": str(tmp_path / "env"), "max_bytes": 2 * 10**9}
-    assert cache_config(yaml_spec, RunOptions(cache_dir=str(tmp_path / "cli")))["dir"] == str(tmp_path / "cli")
+    assert cache_config(_spec(), RunOptions()) == CacheSettings(str(tmp_path / "env"), None)
+    assert cache_config(yaml_spec, RunOptions()) == CacheSettings(str(tmp_path / "env"), 2 * 10**9)
+    assert cache_config(yaml_spec, RunOptions(cache_dir=str(tmp_path / "cli"))).dir == str(tmp_path / "cli")
     assert cache_config(yaml_spec, RunOptions(cache_dir="")) is None
     monkeypatch.setenv("DATAFLOW_CACHE_MAX_BYTES", "512MiB")
-    assert cache_config(_spec(), RunOptions())["max_bytes"] == 512 * 2**20
+    assert cache_config(_spec(), RunOptions()).max_bytes == 512 * 2**20
     monkeypatch.setenv("DATAFLOW_CACHE_MAX_BYTES", "plenty")
     with pytest.raises(DataflowError, match="DATAFLOW_CACHE_MAX_BYTES: expected a size"):
         cache_config(_spec(), RunOptions())
