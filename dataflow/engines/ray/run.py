@@ -238,13 +238,13 @@ def build_dataset(
         ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items), routes))
         if source.format == "webdataset" or source.format in LINE_FORMATS:
             reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
-            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task)
+            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **_apart(routes))
         else:
             fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
             ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task)
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = _routed(ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache), routes, "uri" if job.read.parse == "parquet" else "path")
-        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
+        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **_apart(routes))
     return _run_stages(job, ds, side, storage_options, cache, partitions, routes)
 
 
@@ -252,6 +252,14 @@ def _blocks(items: int, routes: ShardRoutes | None) -> int:
     """Read blocks: up to 200 per shard (one shard, or each of a streamed run's)."""
     most = 200 * (len(routes) if routes is not None else 1)
     return max(1, min(items, most))
+
+
+def _apart(routes: ShardRoutes | None) -> dict[str, Any]:
+    """A streamed run's read is not fused with the stages: fused, it would take as many files per task
+    as the stages and writers take rows (Ray Data bundles by the largest), one task for a whole run
+    of up to ``rows_per_file`` files. Ray Data fuses task stages only of the same ``concurrency``:
+    the read's is set, to two tasks per CPU."""
+    return {} if routes is None else {"concurrency": max(2, int(2 * cluster_cpus()))}
 
 
 def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool = False) -> Any:
