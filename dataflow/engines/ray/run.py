@@ -234,7 +234,7 @@ def build_dataset(
     else:
         # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
         items = listing_items(files, storage_options, cache)
-        per_task = FILES_PER_TASK if routes is None else max(1, min(FILES_PER_TASK, routes.smallest))  # a read task spans at most two shards
+        per_task = FILES_PER_TASK if routes is None else _files_per_task(len(items), routes)
         ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items), routes))
         if source.format == "webdataset" or source.format in LINE_FORMATS:
             reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
@@ -252,6 +252,12 @@ def _blocks(items: int, routes: ShardRoutes | None) -> int:
     """Read blocks: up to 200 per shard (one shard, or each of a streamed run's)."""
     most = 200 * (len(routes) if routes is not None else 1)
     return max(1, min(items, most))
+
+
+def _files_per_task(files: int, routes: ShardRoutes) -> int:
+    """A streamed run's read task: about four per CPU over the run, at least ``FILES_PER_TASK`` files
+    (a Ray task costs tens of ms), at most the smallest shard (a task spans at most two shards)."""
+    return max(1, min(routes.smallest, max(FILES_PER_TASK, -(-files // int(4 * max(1.0, cluster_cpus()))))))
 
 
 def _apart(routes: ShardRoutes | None) -> dict[str, Any]:
