@@ -261,10 +261,10 @@ def _files_per_task(files: int, routes: ShardRoutes) -> int:
 
 
 def _apart(routes: ShardRoutes | None) -> dict[str, Any]:
-    """A streamed run's read is not fused with the stages: fused, it would take as many files per task
-    as the stages and writers take rows (Ray Data bundles by the largest), one task for a whole run
-    of up to ``rows_per_file`` files. Ray Data fuses task stages only of the same ``concurrency``:
-    the read's is set, to two tasks per CPU."""
+    """Keep a streamed run's read and writers apart from its stages: fused, Ray Data bundles a task's
+    input by the largest batch of the chain, so the read would take as many files per task as the
+    writers take rows (one task for a run of up to ``rows_per_file`` files) and the stages as many
+    rows. Ray Data fuses task stages only of the same ``concurrency``: these get two tasks per CPU."""
     return {} if routes is None else {"concurrency": max(2, int(2 * cluster_cpus()))}
 
 

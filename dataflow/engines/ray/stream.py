@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -21,10 +22,14 @@ from dataflow.columns import SOURCE
 from dataflow.engines.base import RunOptions, ShardRun
 from dataflow.engines.ray.compile import ARROW, RayGlobal, RayJob
 from dataflow.engines.ray.routed import SHARD, Routed, ShardPlace
-from dataflow.engines.ray.run import ShardWriter, build_dataset
+from dataflow.engines.ray.run import ShardWriter, _apart, build_dataset
 from dataflow.runtime.routes import ShardRoutes
 
 __all__ = ["stream_shards", "streamable"]
+
+# The read and the writers are capped at two tasks per CPU (run._apart), which Ray Data reports as a
+# UserWarning when a small run feeds them fewer blocks: expected, not the user's concern.
+warnings.filterwarnings("ignore", message="The maximum number of concurrent tasks for", category=UserWarning)
 
 
 def streamable(job: RayJob, runs: list[ShardRun]) -> bool:
@@ -59,7 +64,8 @@ def stream_shards(job: RayJob, runs: list[ShardRun], options: RunOptions, done: 
     try:
         ds = build_dataset(job, None, first.storage_options, inputs=files, cache=first.cache, partitions=options.shuffle_partitions, routes=routes)
         writer = ShardWriter(job, first.storage_options, first.tmp_data, first.run_id, first.publish_root)
-        out = ds.map_batches(Routed(routes, SOURCE, fn=writer, tag=True), batch_size=job.write.rows_per_file, batch_format=ARROW)
+        # Not fused with the stages (see run._apart): fused, the stages would take rows_per_file rows per task.
+        out = ds.map_batches(Routed(routes, SOURCE, fn=writer, tag=True), batch_size=job.write.rows_per_file, batch_format=ARROW, **_apart(routes))
         written: list[list[Any]] = [[] for _ in live]
         complete, rows, files, last, start = 0, 0, 0, None, time.monotonic()
         for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
