@@ -13,6 +13,10 @@ garbage of another. It prints the times and the ratios (target <= 1.05), then th
 the Ray engine for reference.
 
 Usage: python benchmarks/spark_table.py [--links 1000] [--hours 24] [--rounds 4] [--skip-ray] [--workdir DIR]
+
+``--workload logs [--lines 2000000]`` runs the logs workload instead (``benchmarks/spark_logs.py``):
+JSON log lines through filter, columns and an aggregate, dataflow on Spark and on Ray against
+hand-written PySpark and a hand-written DuckDB query.
 """
 from __future__ import annotations
 
@@ -146,8 +150,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4, help="timed runs of each job (in two blocks, each after an untimed run)")
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--workload", choices=["optical", "logs"], default="optical")
+    parser.add_argument("--lines", type=int, default=2_000_000, help="JSON log lines of the logs workload")
+    parser.add_argument("--skip-spark", action="store_true", help="logs workload: time DuckDB and Ray only")
     args = parser.parse_args()
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="dataflow-bench-"))
+    if args.workload == "logs":
+        from benchmarks.spark_logs import run
+
+        return run(work, args.lines, args.rounds, skip_ray=args.skip_ray, skip_spark=args.skip_spark)
     data = work / "data"
     start = time.monotonic()
     info = generate(data, fibres=args.links // 2, hours=args.hours)  # two reporting ends (links) a fibre

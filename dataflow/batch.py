@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["TENSOR_TYPE", "Columns", "MapCell", "column_array", "concat", "from_arrow", "from_rows", "length", "take", "to_arrow", "to_rows"]
+__all__ = ["TENSOR_TYPE", "Columns", "MapCell", "column_array", "concat", "from_arrow", "from_rows", "length", "plain_arrow", "take", "to_arrow", "to_rows"]
 
 Columns = dict[str, np.ndarray]
 
@@ -148,6 +148,11 @@ def _python_values(col: pa.ChunkedArray) -> bool:
     if pa.types.is_nested(t):
         return True
     return col.null_count > 0 and not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+
+
+def plain_arrow(table: pa.Table) -> bool:
+    """Whether ``table`` holds no extension-typed column (such as Ray's tensors), so Arrow steps can take it as is."""
+    return not any(isinstance(f.type, pa.ExtensionType) for f in table.schema)
 
 
 def from_arrow(table: pa.Table | pa.RecordBatch) -> Columns:

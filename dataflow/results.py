@@ -48,7 +48,8 @@ def hold_pipeline(spec: PipelineSpec, options: RunOptions) -> Held | None:
     from dataflow.engines.registry import compile_pipeline
     from dataflow.errors import DataflowError, RunError
     from dataflow.runtime.held import held
-    from dataflow.runner import BudgetExceededError, UnbalancedCountsError, _chains, _failure_text
+    from dataflow.runner import BudgetExceededError, UnbalancedCountsError, _chains
+    from dataflow.runtime.failure import failure_text
     from dataflow.runtime.report import budget_problem, run_report, top_reasons
     from dataflow.runtime.stage import StepStats
     from dataflow.runtime.stats import SideOutputs, balance_problems, read_stats
@@ -75,7 +76,7 @@ def hold_pipeline(spec: PipelineSpec, options: RunOptions) -> Held | None:
     except DataflowError:
         raise
     except Exception as exc:
-        raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {_failure_text(exc)[:500]}") from exc
+        raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {failure_text(exc)[:500]}") from exc
     fs = filesystem(folder, {})
     stats = read_stats(fs, [side.stats_dir])
     report = run_report(spec, engine.name, stats, [WrittenFile("<memory>", rows, 0)], time.monotonic() - start)

@@ -12,7 +12,7 @@ import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dataflow.dsl.spec import PipelineSpec
@@ -28,11 +28,12 @@ from dataflow.runtime.io_stats import io_totals
 from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
 from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
-from dataflow.runtime.settings import RunSettings, resolve_settings
+from dataflow.runtime.failure import failure_text
+from dataflow.runtime.settings import RunSettings, usable_settings
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
 
-__all__ = ["BudgetExceededError", "UnbalancedCountsError", "commit_shards", "pipeline_hash", "run_pipeline", "run_settings", "take_rows"]
+__all__ = ["BudgetExceededError", "UnbalancedCountsError", "commit_shards", "pipeline_hash", "run_pipeline", "take_rows"]
 
 
 class BudgetExceededError(RunError):
@@ -57,26 +58,6 @@ def pipeline_hash(spec: PipelineSpec) -> str:
     data["sink"].pop("mode", None)
     data["storage"].pop("cache", None)  # where inputs are cached does not change the output
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
-_CHAINED = "The above exception was the direct cause of the following exception:"
-
-
-def _failure_text(exc: BaseException) -> str:
-    """The user's exception inside an engine's wrappers, as ``Type: message``.
-
-    Engines that run tasks in other processes ship the task's traceback as text; its first
-    chained error is the one the op raised.
-    """
-    text = str(exc)
-    if _CHAINED in text:
-        lines = [line for line in text.split(_CHAINED, 1)[0].splitlines() if line.strip()]
-        if lines:
-            return lines[-1].strip()
-    inner = getattr(exc, "cause", None) or exc.__cause__
-    if isinstance(inner, BaseException) and inner is not exc:
-        return _failure_text(inner)
-    return f"{type(exc).__name__}: {text.strip()}"
 
 
 @dataclass(frozen=True)
@@ -180,7 +161,7 @@ def run_pipeline(
     except DataflowError:
         raise
     except Exception as exc:
-        text = _failure_text(exc)[:500]
+        text = failure_text(exc)[:500]
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
@@ -199,26 +180,9 @@ def _shard_context(
     return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, settings=settings, inputs=inputs, publish_root=root)
 
 
-def run_settings(spec: PipelineSpec, options: RunOptions) -> RunSettings:
-    """The run's ``RunSettings`` (``dataflow.runtime.settings``), resolved once; the cache is None when it is off or unusable.
-
-    A cache directory that cannot be used is reported once here, and the run reads directly from remote storage.
-    """
-    import logging
-
-    from connectors.registry import check_cache
-
-    settings = resolve_settings(spec, cache_dir=options.cache_dir)
-    problem = settings.cache and check_cache(settings.cache)
-    if problem:
-        logging.getLogger("dataflow.cache").warning("dataflow cache: %s; reading directly from remote storage", problem)
-        return replace(settings, cache=None)
-    return settings
-
-
 def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
     """Run shards (the engine decides how: one stream, or a few at once) and stage each as it finishes; stop early past ``max_errors``."""
-    settings = run_settings(spec, options)
+    settings = usable_settings(spec, cache_dir=options.cache_dir)
     runs = [ShardRun(s, *_shard_context(layout, s.id, layout.run_id, spec, s.inputs, settings, publish=publish)) for s in shards]
 
     def done(run: ShardRun, written: list) -> bool:

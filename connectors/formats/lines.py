@@ -21,9 +21,10 @@ from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 
-__all__ = ["read_csv", "read_jsonl", "read_text"]
+__all__ = ["read_csv", "read_jsonl", "read_text", "read_text_blocks"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
+_BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
 
 
 def _damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
@@ -73,6 +74,47 @@ def read_text(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dic
             yield text
         elif text.strip() or not skip_empty:
             yield {SOURCE: src, "text": text}
+
+
+def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[Any]:
+    """``read_text`` with ``split: line`` for UTF-8 text, a block of lines at a time: Arrow tables
+    (``__source__``, ``text``) instead of a dict per line, the same rows and line numbers. A block
+    that is not UTF-8 comes line by line (its bad lines as ``BadRecord``); blank lines are those
+    Arrow's ``utf8_trim_whitespace`` empties (Unicode white space).
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    skip_empty, number, rest = options.get("skip_empty", True), 0, b""
+    while True:
+        try:
+            chunk = f.read(_BLOCK)
+        except DamagedFile as exc:
+            yield _damaged(source, exc, number)
+            return
+        data = rest + chunk
+        cut = len(data) if not chunk else data.rfind(b"\n") + 1  # whole lines only, but the last one
+        data, rest = data[:cut], data[cut:]
+        lines = (data[3:] if number == 0 and data.startswith(_BOM) else data).splitlines()
+        try:
+            text = pa.array(lines, pa.binary()).cast(pa.string())
+        except pa.ArrowInvalid:  # not UTF-8: line by line, as read_text
+            for i, raw in enumerate(lines, start=number + 1):
+                line = _decode(f"{source}#line={i}", raw, "utf-8")
+                if isinstance(line, BadRecord) or line.strip() or not skip_empty:
+                    yield line if isinstance(line, BadRecord) else {SOURCE: f"{source}#line={i}", "text": line}
+            text = None
+        if text is not None and len(text):
+            numbers = pa.array(np.arange(number + 1, number + len(lines) + 1))
+            if skip_empty:
+                keep = pc.not_equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0)
+                text, numbers = text.filter(keep), numbers.filter(keep)
+            if len(text):
+                yield pa.table({SOURCE: pc.binary_join_element_wise(f"{source}#line=", numbers.cast(pa.string()), ""), "text": text})
+        number += len(lines)
+        if not chunk:
+            return
 
 
 def read_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:

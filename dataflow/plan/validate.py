@@ -38,10 +38,12 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
     """Columns a step's params read, and the ``:var`` markers they use.
 
     Params typed ``ColumnName`` name a column; ``Expr``/``AggExpr``/``WindowAggExpr``/``WindowExpr`` values are
-    parsed. In a ``dict[name, Expr]`` (``table.with_columns``) an expression may also read the
+    parsed. In ``ColumnExprs`` (``table.with_columns``) an expression may also read the
     names defined before it.
     """
     from dataflow.ops.table import sql as E
+    from dataflow.ops.table import sql_params as P
+    from dataflow.ops.table.json_tuple import ColumnExprs, entries
     from dataflow.ops.table.types import ColumnName
 
     columns: set[str] = set()
@@ -53,19 +55,26 @@ def param_reads(params: pydantic.BaseModel) -> tuple[frozenset[str], frozenset[s
         if ColumnName in kinds:
             names = list(value) if isinstance(value, (list, tuple, dict)) else [value]
             columns |= {str(n) for n in names}
-        exprs = kinds & {E.Expr, E.AggExpr, E.WindowAggExpr, E.WindowExpr}
+        if ColumnExprs in kinds:  # table.with_columns: an expression may read the columns set before it
+            defined: set[str] = set()
+            for names, node in entries(value):
+                columns |= set(E.columns_of(node)) - defined
+                markers |= E.params_of(node)
+                defined |= set(names)
+            continue
+        exprs = kinds & {P.Expr, P.AggExpr, P.WindowAggExpr, P.WindowExpr}
         if not exprs:
             continue
         texts = list(value.items()) if isinstance(value, dict) else [(None, value)]
-        defined: set[str] = set()
+        defined = set()
         for out_name, text in texts:
-            if E.WindowExpr in exprs:
+            if P.WindowExpr in exprs:
                 node = E.parse_window(text)
             else:
-                node = E.parse(text) if E.Expr in exprs else E.parse_aggregation(text, implicit_x=E.WindowAggExpr in exprs)
+                node = E.parse(text) if P.Expr in exprs else E.parse_aggregation(text, implicit_x=P.WindowAggExpr in exprs)
             columns |= set(E.columns_of(node)) - defined
             markers |= E.params_of(node)
-            if out_name is not None and E.Expr in exprs:
+            if out_name is not None and P.Expr in exprs:
                 defined.add(out_name)
     return frozenset(columns), frozenset(markers)
 

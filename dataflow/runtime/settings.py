@@ -12,7 +12,11 @@ the cluster config's, and whose environment is the config's ``env``):
 | scratch folder    | (none)            | ``DATAFLOW_SCRATCH_DIR``     | (none)                       | system temp folder |
 | credentials file  | (none)            | ``AWS_SHARED_CREDENTIALS_FILE``, ``GOOGLE_APPLICATION_CREDENTIALS`` | (none) | none |
 
-An empty ``--cache-dir`` turns the cache off. Credentials are held by reference only
+An empty ``--cache-dir`` turns the cache off. Engines receive the ``RunSettings`` in their
+``RunContext.settings`` and hand its ``CacheSettings`` and storage options to the connectors. The
+scratch folder is node-local disk: ``scratch`` is the driver's (checked before a run), and each
+writer on another node uses its own node's (``DATAFLOW_SCRATCH_DIR``, else its temp folder: in
+the pods ``dataflow k8s render`` writes, ``TMPDIR`` is the pod's scratch volume). Credentials are held by reference only
 (``dataflow.runtime.credentials``): the repr of a ``RunSettings`` and its ``describe()`` redact
 any credential written inline in ``storage.options``.
 """
@@ -21,13 +25,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dataflow.errors import DataflowError
 from dataflow.runtime.credentials import Credentials, redacted, resolve_credentials
 
-__all__ = ["CacheSettings", "RunSettings", "resolve_cache", "resolve_settings"]
+__all__ = ["CacheSettings", "RunSettings", "resolve_cache", "resolve_settings", "usable_settings"]
 
 
 @dataclass(frozen=True)
@@ -154,3 +158,20 @@ def resolve_settings(
         scratch=env.get("DATAFLOW_SCRATCH_DIR") or tempfile.gettempdir(),
         credentials=resolve_credentials(_schemes(spec, merged), env, secrets=secrets),
     )
+
+
+def usable_settings(spec: Any, *, cache_dir: str | None = None) -> RunSettings:
+    """A run's ``RunSettings``, resolved once by the runner; the cache is None when it is off or its directory unusable.
+
+    A cache directory that cannot be used is reported once here, and the run reads directly from remote storage.
+    """
+    import logging
+
+    from connectors.registry import check_cache
+
+    settings = resolve_settings(spec, cache_dir=cache_dir)
+    problem = settings.cache and check_cache(settings.cache)
+    if problem:
+        logging.getLogger("dataflow.cache").warning("dataflow cache: %s; reading directly from remote storage", problem)
+        return replace(settings, cache=None)
+    return settings

@@ -66,21 +66,53 @@ class StepStats:
 
 
 def _to_format(cols: Columns, fmt: BatchFormat) -> Any:
+    """``cols`` as a numpy, row or pandas batch (Arrow batches come from ``_Batch.table``)."""
     if fmt is BatchFormat.NUMPY:
         return dict(cols)
     if fmt is BatchFormat.ROW:
         return to_rows(cols)
-    if fmt is BatchFormat.PANDAS:
-        return pd.DataFrame({k: v for k, v in cols.items()})
-    return to_arrow(cols)
+    return pd.DataFrame({k: v for k, v in cols.items()})
 
 
 def _from_format(result: Any) -> Columns:
     if isinstance(result, pd.DataFrame):
         return {str(k): result[k].to_numpy() for k in result.columns}
-    if isinstance(result, (pa.Table, pa.RecordBatch)):
-        return from_arrow(result)
     return dict(result)
+
+
+class _Batch:
+    """A batch in the form the last step left it, Arrow or ``Columns``; each form is built once, when a step asks for it.
+
+    Consecutive ``pyarrow`` steps hand each other the Arrow table: no numpy objects in between.
+    """
+
+    __slots__ = ("_cols", "_table")
+
+    def __init__(self, cols: Columns | None = None, table: pa.Table | None = None):
+        self._cols, self._table = cols, table
+
+    @property
+    def cols(self) -> Columns:
+        if self._cols is None:
+            self._cols = from_arrow(self._table)
+        return self._cols
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = to_arrow(self._cols)
+        return self._table
+
+    @property
+    def names(self) -> list[str]:
+        return self._table.column_names if self._cols is None else list(self._cols)
+
+    @property
+    def is_arrow(self) -> bool:
+        return self._cols is None
+
+    def __len__(self) -> int:
+        return self._table.num_rows if self._cols is None else length(self._cols)
 
 
 class StageExecutor:
@@ -101,38 +133,45 @@ class StageExecutor:
         ]
 
     def __call__(self, cols: Columns) -> tuple[Columns, list[ErrorRecord], dict[int, StepStats]]:
+        out, errors, stats = self.run(cols)
+        return (from_arrow(out) if isinstance(out, pa.Table) else out), errors, stats
+
+    def run(self, batch: Columns | pa.Table) -> tuple[Columns | pa.Table, list[ErrorRecord], dict[int, StepStats]]:
+        """Run the steps over ``batch``; the result is an Arrow table where the last step left one (no conversion back)."""
         errors: list[ErrorRecord] = []
         stats: dict[int, StepStats] = {}
+        held = _Batch(table=batch) if isinstance(batch, pa.Table) else _Batch(cols=batch)
         for call, spec, params, fn, typed in zip(self.calls, self.ops, self.params, self.fns, self._typed):
-            st = stats[call.index] = StepStats(rows_in=length(cols))
+            st = stats[call.index] = StepStats(rows_in=len(held))
             start = time.perf_counter()
             if st.rows_in and typed:
-                cols = _split_wrong_types(spec.name, typed, cols, errors, st)
-            if length(cols):
-                cols = self._step(spec, params, fn, cols, errors, st)
+                held = _Batch(cols=_split_wrong_types(spec.name, typed, held.cols, errors, st))
+            if len(held):
+                held = self._step(spec, params, fn, held, errors, st)
             st.seconds = time.perf_counter() - start
-            st.rows_out = length(cols)
-        return cols, errors, stats
+            st.rows_out = len(held)
+        return (held.table if held.is_arrow else held.cols), errors, stats
 
-    def _step(self, spec, params, fn, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:
+    def _step(self, spec, params, fn, held: _Batch, errors: list[ErrorRecord], st: StepStats) -> _Batch:
         if spec.batch_format is BatchFormat.ROW:
-            return self._rows(spec, fn, cols, errors, st)
+            return _Batch(cols=self._rows(spec, fn, held.cols, errors, st))
         try:
-            return self._batch(spec, params, fn, cols, st)
+            return self._batch(spec, params, fn, held, st)
         except RowError:
             # Isolate the bad rows: run the batch again one row at a time.
-            parts = []
+            cols, parts = held.cols, []
             for i in range(length(cols)):
                 one = take(cols, np.array([i]))
                 try:
-                    parts.append(self._batch(spec, params, fn, one, st))
+                    parts.append(self._batch(spec, params, fn, _Batch(cols=one), st).cols)
                 except RowError as exc:
                     errors.append(_record(one[SOURCE][0] if SOURCE in one else None, spec.name, exc))
                     st.rows_errored += 1
-            return _concat(parts, cols)
+            return _Batch(cols=_concat(parts, cols))
 
-    def _batch(self, spec, params, fn, cols: Columns, st: StepStats) -> Columns:
-        result = fn(_to_format(cols, spec.batch_format))
+    def _batch(self, spec, params, fn, held: _Batch, st: StepStats) -> _Batch:
+        fmt = spec.batch_format
+        result = fn(held.table if fmt is BatchFormat.PYARROW else _to_format(held.cols, fmt))
         if spec.kind is OpKind.FILTER:
             keep, reasons = result if isinstance(result, tuple) else (result, None)
             keep = np.asarray(keep, dtype=bool)
@@ -140,14 +179,17 @@ class StageExecutor:
                 st.drops.update((r or spec.name) for r, k in zip(reasons, keep) if not k)  # a drop without a reason still counts
             else:
                 st.drops[spec.name] += int((~keep).sum())
-            return take(cols, np.flatnonzero(keep))
-        out = _from_format(result)
+            return _Batch(table=held.table.filter(pa.array(keep))) if held.is_arrow else _Batch(cols=take(held.cols, np.flatnonzero(keep)))
+        if isinstance(result, pa.RecordBatch):
+            result = pa.Table.from_batches([result])
+        out = _Batch(table=result) if isinstance(result, pa.Table) else _Batch(cols=_from_format(result))
         if spec.drops_rows:  # a global op that keeps a subset (a dedup): the rows it leaves out are its drops
-            st.drops[spec.name] += length(cols) - length(out)
+            st.drops[spec.name] += len(held) - len(out)
         if spec.output_columns is not None:
-            allowed = spec.output_columns(frozenset(cols), params)
+            allowed = spec.output_columns(frozenset(held.names), params)
             if allowed is not None:
-                out = {k: v for k, v in out.items() if k in allowed}
+                names = [k for k in out.names if k in allowed]
+                out = _Batch(table=out.table.select(names)) if out.is_arrow else _Batch(cols={k: out.cols[k] for k in names})
         return out
 
     def _rows(self, spec, fn, cols: Columns, errors: list[ErrorRecord], st: StepStats) -> Columns:

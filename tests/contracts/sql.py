@@ -63,7 +63,13 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("cast(n as int)", 42, N), ("cast(bad as int)", N, N), ("try_cast(bad as int)", N, N), ("cast(f as double)", 350.0, N),
     ("cast(d as int)", 2, N), ("cast(i as string)", "7", N), ("cast(d as string)", "2.5", N), ("cast(b as string)", "true", N),
     ("cast(i as double)", 7.0, N), ("cast('true' as boolean)", True, True), ("cast(d as decimal(5, 2))", 2.5, N),
-    ("cast(ep as string)", "1709646330", N), ("cast('12' as bigint) + 1", 13, 13), ("cast(bad as double)", N, N),
+    ("cast(ep as string)", "1709646330", N), ("cast(d / 10000 as string)", "2.5E-4", N), ("cast(cast('0.0003' as double) as string)", "3.0E-4", "3.0E-4"),
+    ("cast(1e7 as string)", "1.0E7", "1.0E7"), ("cast(d * 1e7 as string)", "2.5E7", N), ("cast(cast(i as double) as string)", "7.0", N),
+    ("cast(-d * 0 as string)", "-0.0", N), ("cast(cast('NaN' as double) as string)", "NaN", "NaN"), ("cast(d * 1e300 * 1e10 as string)", "Infinity", N),
+    ("cast(-d / 1e9 as string)", "-2.5E-9", N), ("cast(d * 1000000 as string)", "2500000.0", N), ("cast(cast(d as float) as string)", "2.5", N),
+    ("cast(0.0003 as string)", "0.0003", "0.0003"), ("string(d * 4e-3)", "0.01", N), ("cast(d + 0.2 as int)", 2, N),
+    ("cast(-d - 0.2 as bigint)", -2, N), ("cast(cast(d as decimal(3, 1)) as int)", 2, N), ("cast(cast(-d as decimal(3, 1)) as int)", -2, N),
+    ("cast(i * 100 as tinyint)", N, N), ("cast('2.7' as int)", N, N), ("cast('-12' as bigint)", -12, -12), ("cast(i as float) / 3", 2.3333333333333335, N), ("cast('12' as bigint) + 1", 13, 13), ("cast(bad as double)", N, N),
     # strings
     ("upper(s)", "HELLO WORLD", N), ("lower(s)", "hello world", N), ("length(s)", 11, N), ("length(e)", 0, N),
     ("trim(n)", "42", N), ("ltrim(n)", "42 ", N), ("rtrim(n)", " 42", N), ("substr(s, 1, 5)", "Hello", N),
@@ -117,6 +123,13 @@ AGGREGATES: list[tuple[str, Any, Any]] = [
     ("sort_array(collect_set(s))", ["p", "q"], ["r"]), ("sum(v) / count(*)", 1.0, 4.0), ("max(y) - min(y)", 4.0, 0.0),
     ("bool_and(y > 0)", True, True), ("count_if(y > 2)", 2, 0), ("covar_samp(y, x)", 2.0, 0.0), ("avg(y * 2)", 6.0, 4.0),
     ("approx_count_distinct(s)", 2, 1), ("sum(v) FILTER (WHERE x > 0)", 2, 4), ("max(v) + 1", 3, 5),
+]
+
+#: (a JSON string, the json_tuple(js, 'a', 'b', 'c') values Spark gives).
+JSON_TUPLES: list[tuple[str | None, list[str | None]]] = [
+    ('{"a": 1, "b": "x y", "c": true}', ["1", "x y", "true"]), ('{"a": 1.5, "b": {"k": [1, 2]}, "c": [{"z": null}]}', ["1.5", '{"k":[1,2]}', '[{"z":null}]']),
+    ('{"a": null, "b": "q\\"z"}', [N, 'q"z', N]), ('{"x": 1}', [N, N, N]), ("[1, 2]", [N, N, N]), ('"a"', [N, N, N]), ("not json", [N, N, N]),
+    ("", [N, N, N]), (None, [N, N, N]), ('{"a": -0.25, "b": ""}', ["-0.25", "", N]),
 ]
 
 QUIET = RunOptions(progress=False)
@@ -181,3 +194,11 @@ class SqlContract:
         assert row["dec"] == decimal.Decimal("2.50") and row["raw"] == b"Hello World"
         assert dict(row["m"]) == {"k": 7} and row["l"] == [7, 2] and row["st2"] == {"x": 7, "y": "Hello World"}
         assert row["st"] == {"lang": "en", "score": 0.9} and row["arr"] == [10, 20, 30]  # input struct and list pass through
+
+    def test_json_tuple_gives_sparks_columns(self, engine: str, tmp_path: pathlib.Path):
+        table = pa.table({"k": list(range(len(JSON_TUPLES))), "js": pa.array([js for js, _ in JSON_TUPLES], pa.string())})
+        step = {"op": "table.with_columns", "params": {"columns": {"(a, b, c)": "json_tuple(js, 'a', 'b', 'c')", "ab": "concat_ws('|', a, b)"}}}
+        rows = {r["k"]: r for r in _run(engine, tmp_path, table, step)}
+        bad = [f"{js!r}: got {[rows[k][c] for c in 'abc']}, expected {want}" for k, (js, want) in enumerate(JSON_TUPLES)
+               if [rows[k][c] for c in "abc"] != want or rows[k]["ab"] != "|".join(v for v in want[:2] if v is not None)]
+        assert not bad, f"{len(bad)} of {len(JSON_TUPLES)} differ on {engine}:\n" + "\n".join(bad)

@@ -28,7 +28,7 @@ from dataflow.engines.ray.components import BucketRows as _BucketRows  # noqa: F
 from dataflow.engines.ray.compile import ARROW
 from dataflow.engines.ray.components import bucket_dedup, key_map_kwargs
 from dataflow.engines.ray.shuffle import hash_shuffle, shuffle_partitions
-from dataflow.batch import from_arrow, to_arrow
+from dataflow.batch import from_arrow, plain_arrow, to_arrow
 from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 
@@ -80,11 +80,11 @@ class _PartitionOp:
             return pa.table({})
         if self.right is not None and left.num_rows == 0 and right is not None and right.num_rows and getattr(call.params, "how", None) in ("right", "full"):
             return self._right_only(part, left, right)
-        cols = from_arrow(left)
         with bind_tables(**({self.right: right} if self.right is not None else {})):
-            out, errors, stats = StageExecutor([call])(cols)
-        self.side.write(f"{self.stage.name}-p{part}", batch_key(cols.get(SOURCE, [])), errors, stats)
-        return to_arrow(out)
+            out, errors, stats = StageExecutor([call]).run(left if plain_arrow(left) else from_arrow(left))
+        sources = left.column(SOURCE).to_pylist() if SOURCE in left.column_names else []
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(sources), errors, stats)
+        return out if isinstance(out, pa.Table) else to_arrow(out)
 
     def _right_only(self, part: int, left: pa.Table, right: pa.Table) -> pa.Table:
         """A right or full join where this partition has right rows only (the executor skips an empty batch)."""
@@ -134,6 +134,8 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
 
         keys = dedup_keys  # every user column: resolved from each block's columns
     parts = shuffle_partitions(partitions) if keys else 1
+    if stage.label == "table.aggregate":  # only the columns it reads cross the shuffle
+        ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
     if stage.label != "table.join":
         return hash_shuffle([(ds, keys)], parts, _PartitionOp(stage, side, None))
     name = call.params.right
@@ -144,6 +146,22 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     if call.params.how in BROADCAST_JOINS and (named[name].size_bytes() or 0) <= broadcast_bytes():
         return ds.map_batches(_BroadcastJoin(_PartitionOp(stage, side, name, schemas), named[name].to_arrow_refs()), batch_format=ARROW, batch_size=None)
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
+
+
+def _aggregate_reads(params) -> frozenset[str]:
+    from dataflow.ops.table.sql import columns_of, parse_aggregation
+
+    return frozenset({SOURCE, *params.keys, *(c for text in params.aggregations.values() for c in columns_of(parse_aggregation(text)))})
+
+
+class _Keep:
+    """Map: a block with only the columns named (those it has)."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        return block.select([n for n in block.column_names if n in self.names])
 
 
 #: Joins whose rows depend on each left row and all of its matches only: a small right side is broadcast.

@@ -13,6 +13,7 @@ import posixpath
 from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
+import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.runtime.report import CACHE_COUNTERS_DIR
@@ -115,13 +116,18 @@ class ReadStream:
         self.storage_options, self.cache = storage_options, cache
 
     def _records(self, uri: str, f):
-        from connectors.registry import decompressed, line_reader, scheme_of, strip_scheme, webdataset_reader
+        from connectors.formats.lines import read_text_blocks
+        from connectors.registry import compression_of, decompressed, line_reader, scheme_of, strip_scheme, webdataset_reader
 
         if self.fmt == "webdataset":
             yield from webdataset_reader()(uri, f, self.options)
             return
+        # Plain UTF-8 lines a block at a time (a damaged compressed file keeps every line before the damage: line by line)
+        blocks = (self.fmt == "text" and self.options.get("split") == "line" and compression_of(uri) is None
+                  and self.options.get("encoding", "utf-8").lower() in ("utf-8", "utf8"))
+        read = read_text_blocks if blocks else line_reader(self.fmt)
         with decompressed(f, uri) as lines:  # lineage as the whole-file readers name it: a plain path for local files
-            yield from line_reader(self.fmt)(strip_scheme(uri) if scheme_of(uri) == "file" else uri, lines, self.options)
+            yield from read(strip_scheme(uri) if scheme_of(uri) == "file" else uri, lines, self.options)
 
     def __call__(self, batch: Columns) -> Iterator[Columns]:
         from connectors.formats import BadRecord
@@ -138,6 +144,14 @@ class ReadStream:
                 for rec in self._records(uri, f):
                     if isinstance(rec, BadRecord):
                         errors.append(ErrorRecord(rec.source, "read", rec.error_type, rec.reason))
+                        continue
+                    if isinstance(rec, pa.Table):  # a block of text lines, already columns
+                        span.pause()
+                        if rows:
+                            yield from_rows(rows, [SOURCE])
+                        yield rec
+                        span.resume()
+                        st.rows_out, rows = st.rows_out + len(rows) + rec.num_rows, []
                         continue
                     rows.append(rec)
                     if len(rows) >= per_batch:

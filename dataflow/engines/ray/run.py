@@ -16,7 +16,7 @@ from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
-from dataflow.batch import Columns, concat, from_arrow, length, take
+from dataflow.batch import Columns, concat, from_arrow, length, plain_arrow, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.routes import ShardRoutes
 from dataflow.runtime.stage import StageExecutor, StepStats
@@ -78,15 +78,15 @@ class StageFn:
         self.stage, self.side = stage, side
         self._executor: StageExecutor | None = None
 
-    def __call__(self, batch: pa.Table) -> Columns:
-        batch = from_arrow(batch)
+    def __call__(self, batch: pa.Table) -> Columns | pa.Table:
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
             self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus))
-        key = batch_key(batch.get(SOURCE, []))
-        cols, errors, stats = self._executor(batch)
+        key = batch_key(batch.column(SOURCE).to_pylist() if SOURCE in batch.column_names else [])
+        # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
+        out, errors, stats = self._executor.run(batch if plain_arrow(batch) else from_arrow(batch))
         self.side.write(self.stage.name, key, errors, stats)
-        return cols
+        return out
 
 
 class ShardWriter:

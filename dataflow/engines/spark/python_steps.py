@@ -9,13 +9,13 @@ it does a native check's bad rows.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import Modality, OpKind
-from dataflow.batch import from_arrow, length, to_arrow
+from dataflow.batch import length, to_arrow
 
 __all__ = ["PYTHON_LOWERING", "PythonStage", "python_allowed", "python_step"]
 
@@ -33,8 +33,8 @@ def output_schema(call, sample: pa.Table) -> pa.Schema:
     """The step's output columns and types, from running it on ``sample`` (a column of nulls only becomes a string)."""
     from dataflow.runtime.stage import StageExecutor
 
-    out, _, _ = StageExecutor([call])(from_arrow(sample))
-    table = to_arrow(out) if out else sample.schema.empty_table()
+    out, _, _ = StageExecutor([call]).run(sample)
+    table = out if isinstance(out, pa.Table) else to_arrow(out) if out else sample.schema.empty_table()
     return pa.schema([pa.field(f.name, pa.string() if pa.types.is_null(f.type) else f.type) for f in table.schema])
 
 
@@ -49,11 +49,11 @@ class PythonStage:
 
         executor = StageExecutor([self.call])
         for batch in batches:
-            out, errors, _ = executor(from_arrow(pa.Table.from_batches([batch])))
-            yield from self._flagged(out, errors).to_batches()
+            out, errors, _ = executor.run(pa.Table.from_batches([batch], schema=batch.schema))
+            yield from self._flagged(out if isinstance(out, pa.Table) else to_arrow(out) if length(out) else None, errors).to_batches()
 
-    def _flagged(self, out: dict[str, Any], errors: list) -> pa.Table:
-        good = to_arrow(out) if length(out) else None
+    def _flagged(self, good: pa.Table | None, errors: list) -> pa.Table:
+        good = good if good is not None and good.num_rows else None
         n = good.num_rows if good is not None else 0
         columns = {}
         for f in self.schema:

@@ -21,6 +21,7 @@ from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.engines.spark.compile import SparkStep
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
+from dataflow.ops.table.json_tuple import entries, is_json_tuple, spark_generator
 from dataflow.ops.table.parse_regex import group_names, java_pattern, named_patterns
 from dataflow.ops.table.sql import ORDERED_WINDOW, columns_of, parse, parse_aggregation, parse_window, spark_sql
 from dataflow.ops.table.types import SPARK_TYPES
@@ -84,11 +85,16 @@ def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
     # One withColumns per run of expressions that read none of the names set before them in it:
     # the same result as one withColumn each, with fewer plans for Spark to analyse.
     batch: dict[str, Column] = {}
-    for name, text in step.params.columns.items():
-        tree = parse(text)
+    for names, tree in entries(step.params.columns):
         if columns_of(tree) & batch.keys():
             df, batch = df.withColumns(batch), {}
-        batch[name] = F.expr(spark_sql(tree, _vars(step)))
+        if not is_json_tuple(tree):
+            batch[names[0]] = F.expr(spark_sql(tree, _vars(step)))
+            continue
+        # a generator is a select item: into temporary columns, then set in place like the others
+        temp = tuple(f"__df_jt{i}" for i in range(len(names)))
+        df = df.withColumns(batch).selectExpr("*", spark_generator(tree, temp, _vars(step)))
+        df, batch = df.withColumns({n: col(t) for n, t in zip(names, temp)}).drop(*temp), {}
     return df.withColumns(batch) if batch else df
 
 

@@ -8,7 +8,8 @@ import pyarrow as pa
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.grouping import aggregate_table
-from dataflow.ops.table.sql import AggExpr, parse_aggregation
+from dataflow.ops.table.sql import parse_aggregation
+from dataflow.ops.table.sql_params import AggExpr
 from dataflow.ops.table.types import ColumnName
 
 

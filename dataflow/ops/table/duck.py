@@ -88,6 +88,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _fn("make_timestamp", _as(exp.Mul(this=exp.paren(node.expressions[0]), expression=exp.Literal.number(1000000)), "BIGINT"))
     if isinstance(node, (exp.Div, exp.Mod)):  # Spark: x / 0 and x % 0 are NULL (DuckDB gives inf, or fails on integers)
         node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
+        if isinstance(node, exp.Div):  # Spark divides a FLOAT as a DOUBLE (DuckDB: FLOAT); DuckDB gives a DOUBLE for the rest
+            node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("DOUBLE")))
         node.set("safe", None)  # sqlglot's own NULLIF, which it leaves out for some divisors
         return node
     if isinstance(node, exp.Round):
@@ -125,6 +127,19 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
             text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
         parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
         return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.SIGNED_INTEGER_TYPES):  # Spark truncates, DuckDB rounds
+        x, kind = node.this, _fn("typeof", node.this.copy())
+        floating = exp.In(this=kind, expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
+        text = _fn("trim", exp.TryCast(this=x.copy(), to=exp.DataType.build("VARCHAR")))
+        decimal = exp.Like(this=kind.copy(), expression=exp.Literal.string("DECIMAL%"))
+        whole = _fn("split_part", text.copy(), exp.Literal.string("."), exp.Literal.number(1))  # a decimal's digits before its point
+        malformed = exp.and_(exp.EQ(this=kind.copy(), expression=exp.Literal.string("VARCHAR")),  # Spark: '2.7' is no INT (DuckDB: 3)
+                             exp.Not(this=_fn("regexp_full_match", text.copy(), exp.Literal.string("[+-]?[0-9]+"))))
+        return exp.Case(ifs=[exp.If(this=floating, true=exp.TryCast(this=_fn("trunc", exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE"))), to=node.to.copy())),
+                             exp.If(this=decimal, true=exp.TryCast(this=whole, to=node.to.copy())), exp.If(this=malformed, true=exp.Null())], default=node)
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):  # a double or float as Spark writes it
+        floating = exp.In(this=_fn("typeof", node.this.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
+        return exp.Case(ifs=[exp.If(this=floating, true=_fn("__df_java_double_text", _as(node.this.copy(), "VARCHAR")))], default=node)
     if isinstance(node, exp.JSONExtractScalar):  # get_json_object: NULL for text that is not JSON
         return _when(_fn("json_valid", node.this), node)
     if isinstance(node, exp.FromJson):
@@ -143,10 +158,29 @@ def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
     return bottom_up(tree, lambda n: _rewrite(n, default_x)).sql(dialect="duckdb")
 
 
+#: Spark's text of a double or float (Java's ``Double.toString``) from DuckDB's (both the shortest digits):
+#: ``3.0E-4`` for 0.0003, ``1.0E7`` for 1e7, ``1.0``, ``-0.0``, ``NaN``, ``Infinity``. Strings in, so it binds for any type.
+_MACROS = """
+CREATE MACRO __df_jtext4(d, e, sign) AS CASE
+  WHEN d = '' THEN sign || '0.0'
+  WHEN e >= 7 OR e < -3 THEN sign || d[1] || '.' || coalesce(nullif(substr(d, 2), ''), '0') || 'E' || e
+  WHEN e >= 0 THEN sign || rpad(substr(d, 1, e + 1), CAST(e + 1 AS INTEGER), '0') || '.' || coalesce(nullif(substr(d, e + 2), ''), '0')
+  ELSE sign || '0.' || repeat('0', CAST(-e - 1 AS INTEGER)) || d END;
+CREATE MACRO __df_jtext3(all_digits, int_len, x, sign) AS __df_jtext4(rtrim(ltrim(all_digits, '0'), '0'),
+  x + int_len - (length(all_digits) - length(ltrim(all_digits, '0'))) - 1, sign);
+CREATE MACRO __df_jtext2(a, sign) AS __df_jtext3(replace(split_part(a, 'e', 1), '.', ''), length(split_part(split_part(a, 'e', 1), '.', 1)),
+  coalesce(TRY_CAST(nullif(split_part(a, 'e', 2), '') AS INTEGER), 0), sign);
+CREATE MACRO __df_java_double_text(s) AS CASE
+  WHEN s IN ('nan', '-nan') THEN 'NaN' WHEN s = 'inf' THEN 'Infinity' WHEN s = '-inf' THEN '-Infinity'
+  WHEN s[1] = '-' THEN __df_jtext2(substr(s, 2), '-') ELSE __df_jtext2(s, '') END;
+"""
+
+
 def _connection() -> duckdb.DuckDBPyConnection:
     con = getattr(_local, "con", None)
     if con is None:
         con = duckdb.connect(config={"threads": 1})
+        con.execute(_MACROS)
         _local.con = con
     return con
 
@@ -168,17 +202,31 @@ def _query(table: pa.Table, sql: str) -> pa.Table:
         con.unregister(_TABLE)
 
 
+def _reads(expr: str, names: dict[str, str]) -> bool:
+    """Whether a DuckDB expression may read one of ``names`` (a word match: a false hit only costs a query level)."""
+    return any(re.search(r"(?<![\w$])" + re.escape(n) + r"(?![\w$])", expr) for n in names)
+
+
 def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
-    """Set each named column to its DuckDB expression, in order (an expression may read the ones before it)."""
+    """Set each named column to its DuckDB expression, in order (an expression may read the ones before it).
+
+    Columns that read none of the names set before them in the same level share one SELECT.
+    """
     names = list(table.column_names)
-    sql = f"SELECT * FROM {_TABLE}"
+    sql, level = f"SELECT * FROM {_TABLE}", {}
+
+    def close(sql: str) -> str:
+        replaced = [f"({e}) AS {quoted(n)}" for n, e in level.items() if n in names]
+        added = [f"({e}) AS {quoted(n)}" for n, e in level.items() if n not in names]
+        names.extend(n for n in level if n not in names)
+        star = f"* REPLACE ({', '.join(replaced)})" if replaced else "*"
+        return f"SELECT {', '.join([star, *added])} FROM ({sql})"
+
     for name, expr in columns.items():
-        if name in names:
-            sql = f"SELECT * REPLACE (({expr}) AS {quoted(name)}) FROM ({sql})"
-        else:
-            sql = f"SELECT *, ({expr}) AS {quoted(name)} FROM ({sql})"
-            names.append(name)
-    return _query(table, sql)
+        if name in level or _reads(expr, level):
+            sql, level = close(sql), {}
+        level[name] = expr
+    return _query(table, close(sql) if level else sql)
 
 
 def _spark_integers(out: pa.Table) -> pa.Table:

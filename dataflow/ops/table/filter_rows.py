@@ -8,7 +8,8 @@ import pyarrow as pa
 
 from dataflow.ops.declare import op
 from dataflow.ops.table import duck
-from dataflow.ops.table.sql import Expr, duckdb_sql, parse
+from dataflow.ops.table.sql import duckdb_sql, parse
+from dataflow.ops.table.sql_params import Expr
 
 
 @op(name="table.filter_rows", modality="table", inputs=(), outputs=(), kind="filter", batch_format="pyarrow")

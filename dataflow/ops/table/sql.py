@@ -9,7 +9,8 @@ tree with ``F.expr``; Ray runs the same tree transpiled to DuckDB over each Arro
 Rules both engines follow whatever the Spark session's ANSI flag: ``/`` and ``%`` by zero are
 NULL (Spark's ``try_divide``/``try_mod``), ``CAST`` is ``try_cast`` (a value that does not
 convert is NULL). ``slope(y, x)`` is ``regr_slope(y, x)``; in ``table.window_aggregate``,
-``slope(y)`` regresses y on the window's time column.
+``slope(y)`` regresses y on the window's time column. The params types that parse these texts are in
+``dataflow.ops.table.sql_params``.
 
 Examples:
     >>> sorted(columns_of(parse("rx_power_dbm < :floor AND meta.link LIKE 'sw1%'")))
@@ -24,17 +25,12 @@ import re
 from typing import Any
 
 import sqlglot
-from pydantic_core import core_schema
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
 __all__ = [
     "ORDERED_WINDOW",
-    "AggExpr",
-    "Expr",
     "ExprError",
-    "WindowAggExpr",
-    "WindowExpr",
     "columns_of",
     "duckdb_sql",
     "is_count",
@@ -89,10 +85,14 @@ def _aggregates(tree: exp.Expression):
             yield node
 
 
-def _check_functions(tree: exp.Expression, text: str) -> None:
+def _check_functions(tree: exp.Expression, text: str, generator: bool = False) -> None:
     for node in tree.find_all(exp.Anonymous):
         name = node.name.lower()
-        if name not in HELPERS and name not in SPARK_EXTRA:
+        if name == "json_tuple":
+            if node is not tree or not generator:
+                raise ExprError(f"json_tuple gives several columns: use it as a whole table.with_columns expression under a key "
+                                f"naming them, '(a, b)': \"json_tuple(js, 'a', 'b')\" (got {text!r})")
+        elif name not in HELPERS and name not in SPARK_EXTRA:
             close = difflib.get_close_matches(name, _KNOWN, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else " (see Spark SQL's function reference)"
             raise ExprError(f"unknown function '{name}' in {text!r}{hint}")
@@ -101,14 +101,16 @@ def _check_functions(tree: exp.Expression, text: str) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def parse(text: str) -> exp.Expression:
+def parse(text: str, generator: bool = False) -> exp.Expression:
     """Parse a scalar Spark SQL expression and check its functions (returns a shared tree: copy before changing it).
+
+    ``generator`` allows a whole ``json_tuple(...)`` (``table.with_columns``, ``dataflow.ops.table.json_tuple``).
 
     Raises:
         ExprError: the expression does not parse, uses an unknown function, or aggregates.
     """
     tree = _syntax(text)
-    _check_functions(tree, text)
+    _check_functions(tree, text, generator)
     agg = next(_aggregates(tree), None)
     if agg is not None:
         raise ExprError(f"aggregate function '{agg.sql('spark').split('(')[0].lower()}' is not allowed here "
@@ -300,55 +302,3 @@ def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, defau
     from dataflow.ops.table.duck import to_duckdb
 
     return to_duckdb(_bind(tree, params), default_x)
-
-
-def _check_expr(text: str) -> str:
-    parse(text)
-    return text
-
-
-def _check_agg(text: str) -> str:
-    parse_aggregation(text)
-    return text
-
-
-def _check_window_agg(text: str) -> str:
-    parse_aggregation(text, implicit_x=True)
-    return text
-
-
-class Expr(str):
-    """A Spark SQL scalar expression in a step's params; parsed when the params are validated."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_expr, core_schema.str_schema())
-
-
-class AggExpr(str):
-    """A Spark SQL aggregation (``count(*)``, ``sum(x)``, ``slope(y, x)``...) in a step's params."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_agg, core_schema.str_schema())
-
-
-def _check_window(text: str) -> str:
-    parse_window(text)
-    return text
-
-
-class WindowExpr(str):
-    """A ``table.window_columns`` column: ``lag``/``lead``/``row_number()`` in a key's order, or an aggregation over its rows."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_window, core_schema.str_schema())
-
-
-class WindowAggExpr(str):
-    """An aggregation over a time window; ``slope(y)`` regresses y on the window's time column."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_window_agg, core_schema.str_schema())

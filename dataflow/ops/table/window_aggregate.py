@@ -9,7 +9,8 @@ import pyarrow as pa
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.grouping import aggregate_table, column
-from dataflow.ops.table.sql import WindowAggExpr, parse_aggregation
+from dataflow.ops.table.sql import parse_aggregation
+from dataflow.ops.table.sql_params import WindowAggExpr
 from dataflow.ops.table.types import ColumnName, Duration
 
 __all__ = ["window_aggregate", "window_starts"]

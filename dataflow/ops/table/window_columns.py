@@ -9,7 +9,8 @@ from sqlglot import exp
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.duck import over_rows, quoted
-from dataflow.ops.table.sql import ORDERED_WINDOW, WindowExpr, duckdb_sql, parse_window
+from dataflow.ops.table.sql import ORDERED_WINDOW, duckdb_sql, parse_window
+from dataflow.ops.table.sql_params import WindowExpr
 from dataflow.ops.table.types import ColumnName
 
 __all__ = ["window_columns", "window_spec"]

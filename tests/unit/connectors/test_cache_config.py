@@ -8,13 +8,13 @@ import pytest
 from dataflow.dsl.parse import parse_pipeline
 from dataflow.engines.base import RunOptions
 from dataflow.errors import DataflowError, PipelineSpecError
-from dataflow.runner import pipeline_hash, run_settings
-from dataflow.runtime.settings import CacheSettings
+from dataflow.runner import pipeline_hash
+from dataflow.runtime.settings import CacheSettings, usable_settings
 
 
 def cache_config(spec, options):
     """The cache tier of the run's settings, resolved once by the runner."""
-    return run_settings(spec, options).cache
+    return usable_settings(spec, cache_dir=options.cache_dir).cache
 
 
 BASE = {"name": "p", "source": {"uri": "s3://b/in/", "format": "image"}, "sink": {"uri": "/tmp/out"}}

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from connectors.formats import BadRecord
 from connectors.registry import line_reader
 
@@ -45,3 +47,22 @@ def test_a_user_source_field_is_kept_and_a_forged_lineage_is_replaced():
     assert row == {"__source__": "t.jsonl#line=1", "source": "common-crawl", "id": 7, "text": "x"}
     (row,) = line_reader("csv")("c.csv", io.BytesIO(b"source,__source__,key\nbooks,forged,k1\n"), {})
     assert row == {"__source__": "c.csv#line=2", "source": "books", "key": "k1"}
+
+
+@pytest.mark.parametrize("data", [b"", b"a", b"a\n", b"\xef\xbb\xbfa\n\nb\r\nc\rd", b"x\n   \n\ty\n", b"ok\n\xff\xfe bad\nfine\n", b"\n\n\n", "\u00e9\u2028\u00fc\n".encode()])
+@pytest.mark.parametrize("skip_empty", [True, False])
+@pytest.mark.parametrize("block", [3, 8 << 20])
+def test_text_blocks_give_the_rows_and_bad_lines_of_the_line_reader(data, skip_empty, block, monkeypatch):
+    import pyarrow as pa
+
+    from connectors.formats import lines as L
+
+    def flat(items):
+        out = []
+        for it in items:
+            out += it.to_pylist() if isinstance(it, pa.Table) else [it if isinstance(it, dict) else (it.source, it.error_type)]
+        return out
+
+    monkeypatch.setattr(L, "_BLOCK", block)
+    opts = {"split": "line", "skip_empty": skip_empty}
+    assert flat(L.read_text_blocks("f", io.BytesIO(data), opts)) == flat(L.read_text("f", io.BytesIO(data), opts))

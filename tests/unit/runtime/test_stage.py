@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dataflow.runtime.stage import StageExecutor, StepCall
 from tests.datagen import encode, gradient
@@ -110,3 +111,44 @@ def test_a_dedup_counts_the_rows_it_leaves_out_as_dropped():
     batch = {"__source__": np.array(["s0", "s1", "s2"], dtype=object), "k": np.array([1, 1, 2])}
     _, _, stats = StageExecutor([StepCall(0, "table.dedup", {"keys": ["k"]})])(batch)
     assert (stats[0].rows_in, stats[0].rows_out, dict(stats[0].drops)) == (3, 2, {"table.dedup": 1})
+
+
+def test_arrow_steps_hand_each_other_the_arrow_table(monkeypatch):
+    import datetime as dt
+    import decimal
+
+    import pyarrow as pa
+
+    import dataflow.runtime.stage as stage
+
+    table = pa.table({
+        "__source__": pa.array(["a", "b", "c"], pa.large_string()),
+        "ts": pa.array([dt.datetime(2024, 1, d, tzinfo=dt.timezone.utc) for d in (1, 2, 3)], pa.timestamp("us", tz="UTC")),
+        "price": pa.array([decimal.Decimal("1.10"), None, decimal.Decimal("3.30")], pa.decimal128(9, 2)),
+        "n": pa.array([1, 2, 3], pa.int32()),
+    })
+    ex = StageExecutor([
+        StepCall(0, "table.filter_rows", {"where": "n > 1"}),
+        StepCall(1, "table.with_columns", {"columns": {"m": "n * 10"}}),
+        StepCall(2, "table.select", {"columns": ["ts", "price", "m"]}),
+    ])
+    monkeypatch.setattr(stage, "from_arrow", lambda _: pytest.fail("an Arrow step's batch went through numpy"))
+    out, errors, stats = ex.run(table)
+    assert isinstance(out, pa.Table) and not errors
+    assert out.column("__source__").to_pylist() == ["b", "c"] and out.column("m").to_pylist() == [20, 30]
+    ts = out.schema.field("ts").type  # DuckDB names UTC Etc/UTC
+    assert pa.types.is_timestamp(ts) and ts.tz in ("UTC", "Etc/UTC") and out.schema.field("price").type == pa.decimal128(9, 2)
+    assert out.column("price").to_pylist() == [None, decimal.Decimal("3.30")]
+    assert [(stats[i].rows_in, stats[i].rows_out) for i in range(3)] == [(3, 2), (2, 2), (2, 2)]
+
+
+def test_a_numpy_step_after_an_arrow_step_gets_columns_and_the_call_returns_columns():
+    import pyarrow as pa
+
+    table = pa.table({"__source__": ["a", "b"], "bytes": [encode(gradient(64, 64), "PNG"), b"garbage"]})
+    ex = StageExecutor([StepCall(0, "table.select", {"columns": ["bytes"]}), StepCall(1, "image.decode", {})])
+    out, errors, _ = ex.run(table)
+    assert isinstance(out, dict) and list(out["__source__"]) == ["a"] and out["image"][0].shape == (64, 64, 3)
+    assert [e.source for e in errors] == ["b"]
+    cols, _, _ = ex({"__source__": np.array(["x"], dtype=object), "bytes": np.array([encode(gradient(8, 8), "PNG")], dtype=object)})
+    assert isinstance(cols, dict) and cols["image"][0].shape == (8, 8, 3)

@@ -81,7 +81,9 @@ def test_duckdb_reads_nan_as_null_and_later_columns_read_earlier_ones():
 
 
 def test_expression_params_are_checked_when_validated():
-    model = pydantic.create_model("M", where=(S.Expr, ...), agg=(S.AggExpr, "count(*)"))
+    from dataflow.ops.table.sql_params import AggExpr, Expr
+
+    model = pydantic.create_model("M", where=(Expr, ...), agg=(AggExpr, "count(*)"))
     assert model(where="a > 1").model_dump() == {"where": "a > 1", "agg": "count(*)"}
     with pytest.raises(pydantic.ValidationError, match="unknown function 'nope'"):
         model(where="nope(a)")
