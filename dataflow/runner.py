@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 import sys
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from dataflow.dsl.spec import PipelineSpec
-from dataflow.engines.base import Engine, RunContext, RunOptions
+from dataflow.engines.base import Engine, RunContext, RunOptions, ShardRun
 from dataflow.engines.registry import compile_pipeline
 from dataflow.errors import DataflowError, RunError
 from dataflow.ops.declare import OpKind
@@ -128,7 +127,7 @@ def run_pipeline(
     whole = shard is None and engine.caps.partitions_inputs
     shards = make_shards(
         inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"),
-        min_files_per_shard=engine.caps.min_files_per_shard,
+        min_files_per_shard=engine.caps.min_files_per_shard, cpus=engine.parallelism(),
     )
     progress = Progress(fs, layout.root)
     state = {
@@ -182,25 +181,20 @@ def _shard_context(
 
 
 def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
-    """Run shards (a few at once) and stage each as it finishes; stop early past ``max_errors``."""
+    """Run shards (the engine decides how: one stream, or a few at once) and stage each as it finishes; stop early past ``max_errors``."""
     settings = usable_settings(spec, cache_dir=options.cache_dir)
+    runs = [ShardRun(s, *_shard_context(layout, s.id, layout.run_id, spec, s.inputs, settings, publish=publish)) for s in shards]
 
-    def one(s: Shard) -> None:
-        tmp, ctx = _shard_context(layout, s.id, layout.run_id, spec, s.inputs, settings, publish=publish)
-        written = engine.execute(job, ctx, options) if s.inputs else []
-        progress.stage(s, tmp, written, phase="map", run_id=layout.run_id)
+    def done(run: ShardRun, written: list) -> bool:
+        progress.stage(run.shard, run.tmp, written, phase="map", run_id=layout.run_id)
+        limit = spec.errors.max_errors
+        if limit is None:
+            return True
+        stats = read_stats(progress.fs, progress.side_dirs(list(progress.completed().values()), "_stats"))
+        return sum(st.rows_errored for st in stats.values()) <= limit  # else the budget check at the end reports it
 
-    # An engine that parallelises inside one job (Spark: one session) runs its shards one at a time.
-    workers = engine.caps.shard_workers or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in as_completed([pool.submit(one, s) for s in shards]):
-            future.result()
-            limit = spec.errors.max_errors
-            if limit is not None:
-                stats = read_stats(progress.fs, progress.side_dirs(list(progress.completed().values()), "_stats"))
-                if sum(st.rows_errored for st in stats.values()) > limit:
-                    pool.shutdown(cancel_futures=True)  # the budget check at the end reports it
-                    break
+    if runs:
+        engine.execute_shards(job, runs, options, done)
 
 
 def _run_global(engine: Engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:

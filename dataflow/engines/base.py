@@ -1,16 +1,18 @@
 """The engine contract: declared capabilities (``EngineCaps``), the ``Engine`` base class, run options."""
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from collections.abc import Collection
 from typing import Any, ClassVar, Protocol
 
 from dataflow.ops.declare import Modality, OpKind
 from dataflow.runtime.progress import MIN_FILES_PER_SHARD
 from dataflow.runtime.settings import CacheSettings, RunSettings
 
-__all__ = ["CompiledJob", "Engine", "EngineCaps", "RunContext", "RunOptions"]
+__all__ = ["CompiledJob", "Engine", "EngineCaps", "RunContext", "RunOptions", "ShardRun"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,15 @@ class RunContext:
         return self.settings.cache
 
 
+@dataclass(frozen=True)
+class ShardRun:
+    """One shard to run: the shard (``dataflow.runtime.progress.Shard``), its tmp folder and its context."""
+
+    shard: Any
+    tmp: str
+    ctx: RunContext
+
+
 class Engine(ABC):
     """Lower and run plans on one execution engine; the runner commits what it wrote.
 
@@ -128,3 +139,21 @@ class Engine(ABC):
     def prepare(self, job: CompiledJob, inputs: list[str], storage: dict[str, Any]) -> CompiledJob:
         """Fix what must not vary between shards, from the whole sorted input; by default nothing."""
         return job
+
+    def parallelism(self) -> float | None:
+        """CPUs the started engine runs on (shard sizing follows it); None: unknown."""
+        return None
+
+    def execute_shards(self, job: CompiledJob, runs: list[ShardRun], options: RunOptions, done: Callable[[ShardRun, list[Any]], bool]) -> None:
+        """Run every shard and call ``done(run, written)`` on this thread as each finishes; stop when it returns False.
+
+        By default each shard is one ``execute`` (a few at once: ``caps.shard_workers``, else
+        ``DATAFLOW_SHARD_CONCURRENCY``, default 2). An engine may run them in one execution.
+        """
+        workers = self.caps.shard_workers or max(1, int(os.environ.get("DATAFLOW_SHARD_CONCURRENCY", "2")))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(self.execute, job, r.ctx, options) if r.shard.inputs else pool.submit(list): r for r in runs}
+            for future in as_completed(futures):
+                if not done(futures[future], future.result()):
+                    pool.shutdown(cancel_futures=True)
+                    break

@@ -21,6 +21,7 @@ __all__ = ["MIN_FILES_PER_SHARD", "Progress", "Shard", "StagedFile", "input_fing
 
 MAX_FILES_PER_SHARD = 10_000
 MIN_FILES_PER_SHARD = 16
+FILES_PER_CPU = 8  # a shard holds at least this many files per CPU of the cluster: its work outweighs its commit
 TARGET_SHARDS = 8
 
 
@@ -50,16 +51,24 @@ class StagedFile:
 
 
 def make_shards(
-    inputs: list[str], *, count: int | None = None, files_per_shard: int | None = None, min_files_per_shard: int = MIN_FILES_PER_SHARD
+    inputs: list[str],
+    *,
+    count: int | None = None,
+    files_per_shard: int | None = None,
+    min_files_per_shard: int = MIN_FILES_PER_SHARD,
+    cpus: float | None = None,
 ) -> list[Shard]:
     """Split sorted inputs into shards: exactly ``count``, or ``files_per_shard`` each.
 
-    By default about eight shards of ``min_files_per_shard`` (16) to 10,000 files each. Shards
-    may be empty only when ``count`` exceeds the number of inputs.
+    By default about eight shards, each of at least ``min_files_per_shard`` (16) and
+    ``FILES_PER_CPU`` (8) files per CPU of the cluster (``cpus``), and at most 10,000 files (or
+    that minimum, on a cluster larger than 1,250 CPUs). Shards may be empty only when ``count``
+    exceeds the number of inputs.
     """
     inputs = sorted(inputs)
     if count is None:
-        per = files_per_shard or min(MAX_FILES_PER_SHARD, max(min_files_per_shard, math.ceil(len(inputs) / TARGET_SHARDS)))
+        least = max(min_files_per_shard, math.ceil(FILES_PER_CPU * (cpus or 0)))
+        per = files_per_shard or min(max(MAX_FILES_PER_SHARD, least), max(least, math.ceil(len(inputs) / TARGET_SHARDS)))
         count = max(1, math.ceil(len(inputs) / per))
     else:
         per = max(1, math.ceil(len(inputs) / count))

@@ -61,17 +61,19 @@ def clean_digest(ray_local, images, tmp_path_factory):
     return _digest(out)
 
 
-def _cli(ray_local, pipeline: pathlib.Path, *extra) -> subprocess.Popen:
+def _cli(ray_local, pipeline: pathlib.Path, *extra, stall_after: int | None = None) -> subprocess.Popen:
+    """``dataflow run``; with ``stall_after``, one that stalls once that many shards are committed (``tests.stall``)."""
     env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address, "DATAFLOW_SHARD_CONCURRENCY": "1"}
-    return subprocess.Popen([sys.executable, "-m", "dataflow", "run", str(pipeline), "--quiet", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    entry = ["-m", "dataflow"] if stall_after is None else ["-m", "tests.stall", str(stall_after)]
+    return subprocess.Popen([sys.executable, *entry, "run", str(pipeline), "--quiet", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for_markers(out: pathlib.Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> int:
+    """Wait until the stalling run (``_cli(stall_after=n)``) has committed ``n`` shards; return how many are committed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        done = len(list((out / "_dataflow" / "progress").glob("*.json"))) if (out / "_dataflow" / "progress").exists() else 0
-        if done >= n:
-            return done
+        if (out / "_dataflow" / "stalled").exists():
+            return len(list((out / "_dataflow" / "progress").glob("*.json")))
         time.sleep(0.05)
     raise AssertionError(f"run ended or timed out before {n} shards committed: {proc.communicate()}")
 
@@ -83,8 +85,9 @@ def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, 
         out = tmp_path / f"out{round_}"
         pipeline = tmp_path / "p.yaml"
         pipeline.write_text(PIPELINE.format(src=images, out=out))
-        proc = _cli(ray_local, pipeline)
-        committed = _wait_for_markers(out, kill_after + random.randint(0, 1), proc)
+        n = kill_after + random.randint(0, 1)
+        proc = _cli(ray_local, pipeline, stall_after=n)
+        committed = _wait_for_markers(out, n, proc)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert not (out / "_SUCCESS").exists()
@@ -98,8 +101,8 @@ def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, 
 
 def _kill_after(ray_local, pipeline: pathlib.Path, out: pathlib.Path, n: int) -> dict[str, str]:
     """Start ``dataflow run``, SIGKILL it once ``n`` shards are committed; return their run ids by shard."""
-    proc = _cli(ray_local, pipeline)
-    _wait_for_markers(out, n, proc)
+    proc = _cli(ray_local, pipeline, stall_after=n)
+    assert _wait_for_markers(out, n, proc) == n
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not (out / "_SUCCESS").exists()

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from dataflow.engines.base import Engine, EngineCaps, RunContext, RunOptions
+from dataflow.engines.base import Engine, EngineCaps, RunContext, RunOptions, ShardRun
 from dataflow.engines.ray.compile import ARROW, RayJob, compile_plan
 from dataflow.batch import from_arrow, length, to_rows
 
@@ -37,6 +38,25 @@ class RayEngine(Engine):
 
             # A share of a borrowed cluster: Ray Data schedules within it (stages are clamped in run._stage_kwargs).
             ctx.execution_options.resource_limits = ExecutionResources.for_limits(cpu=options.max_cpus, gpu=options.max_gpus)
+
+    def parallelism(self) -> float | None:
+        """The connected cluster's CPUs, or the run's share of them (``--max-cpus``)."""
+        from dataflow.engines.ray.session import cluster_cpus
+
+        cpus = cluster_cpus()
+        from ray.data import DataContext
+
+        limit = DataContext.get_current().execution_options.resource_limits.cpu
+        return min(cpus, limit) if limit and limit != float("inf") else cpus
+
+    def execute_shards(self, job: RayJob, runs: list[ShardRun], options: RunOptions, done: Callable[[ShardRun, list[Any]], bool]) -> None:
+        """Every shard in one streaming Dataset (``stream.stream_shards``) where it can; else one Dataset per shard."""
+        from dataflow.engines.ray.stream import stream_shards, streamable
+
+        if not streamable(job, runs):
+            return super().execute_shards(job, runs, options, done)
+        self.start(options)
+        stream_shards(job, runs, options, done)
 
     def execute(self, job: RayJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         from dataflow.engines.ray.run import build_dataset, stream_written

@@ -13,10 +13,12 @@ from dataflow.columns import SOURCE
 from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
+from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
 from dataflow.batch import Columns, concat, from_arrow, length, plain_arrow, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
+from dataflow.runtime.routes import ShardRoutes
 from dataflow.runtime.stage import StageExecutor, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
@@ -203,10 +205,13 @@ def build_dataset(
     inputs: tuple[str, ...] | None = None,
     cache: CacheSettings | None = None,
     partitions: int | None = None,
+    routes: ShardRoutes[ShardPlace] | None = None,
 ):
     """Return the streaming dataset of the job's rows after every stage (not yet written).
 
     ``inputs`` restricts the read to those files (one shard); otherwise the source is listed.
+    ``routes``: the inputs are several shards' (one streamed run); each task writes its side
+    outputs per shard (``routed.Routed``) and ``side`` is not used.
     ``cache`` (a ``CacheSettings``) reads remote files through the node-local cache tier.
     ``partitions``: the global steps' shuffle partition count (default ``shuffle.shuffle_partitions``).
     """
@@ -225,23 +230,49 @@ def build_dataset(
     prefix = "" if scheme_of(source.uri) == "file" else f"{source.uri.split('://', 1)[0]}://"
     if job.read.reader == "row_groups":
         parts = [{"uri": f, "row_group": g, "first_row": o} for f in files for g, o, _ in parquet_parts(f, storage_options, cache)]
-        ds = ray.data.from_items(parts, override_num_blocks=max(1, min(len(parts), 200)))
+        ds = ray.data.from_items(parts, override_num_blocks=_blocks(len(parts), routes))
     else:
         # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
         items = listing_items(files, storage_options, cache)
-        ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 200)))
+        per_task = FILES_PER_TASK if routes is None else _files_per_task(len(items), routes)
+        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items), routes))
         if source.format == "webdataset" or source.format in LINE_FORMATS:
-            reader = ReadStream(source.uri, source.format, source.options, storage_options, cache, side)
-            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else FILES_PER_TASK)
+            reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
+            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **_apart(routes))
         else:
-            ds = ds.map_batches(FetchFiles(source.uri, storage_options, cache, side), batch_format="numpy", zero_copy_batch=False, batch_size=FILES_PER_TASK)
+            fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
+            ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task)
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
-        adapter = ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache)
-        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None)
-    return _run_stages(job, ds, side, storage_options, cache, partitions)
+        adapter = _routed(ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache), routes, "uri" if job.read.parse == "parquet" else "path")
+        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **_apart(routes))
+    return _run_stages(job, ds, side, storage_options, cache, partitions, routes)
 
 
-def _run_stages(job: RayJob, ds, side: SideOutputs, storage_options: dict, cache: CacheSettings | None, partitions: int | None):
+def _blocks(items: int, routes: ShardRoutes | None) -> int:
+    """Read blocks: up to 200 per shard (one shard, or each of a streamed run's)."""
+    most = 200 * (len(routes) if routes is not None else 1)
+    return max(1, min(items, most))
+
+
+def _files_per_task(files: int, routes: ShardRoutes) -> int:
+    """A streamed run's read task: about four per CPU over the run, at least ``FILES_PER_TASK`` files
+    (a Ray task costs tens of ms), at most the smallest shard (a task spans at most two shards)."""
+    return max(1, min(routes.smallest, max(FILES_PER_TASK, -(-files // int(4 * max(1.0, cluster_cpus()))))))
+
+
+def _apart(routes: ShardRoutes | None) -> dict[str, Any]:
+    """Keep a streamed run's read and writers apart from its stages: fused, Ray Data bundles a task's
+    input by the largest batch of the chain, so the read would take as many files per task as the
+    writers take rows (one task for a run of up to ``rows_per_file`` files) and the stages as many
+    rows. Ray Data fuses task stages only of the same ``concurrency``: these get two tasks per CPU."""
+    return {} if routes is None else {"concurrency": max(2, int(2 * cluster_cpus()))}
+
+
+def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool = False) -> Any:
+    return fn if routes is None else Routed(routes, key, fn=fn, tag=tag)
+
+
+def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None, routes: ShardRoutes[ShardPlace] | None = None):
     """The job's stages (and named sources) over the read rows ``ds``."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
     for stage in job.stages:
@@ -249,10 +280,12 @@ def _run_stages(job: RayJob, ds, side: SideOutputs, storage_options: dict, cache
             ds = apply_global(ds, stage, side, named=named, partitions=partitions)
             continue
         kwargs = _stage_kwargs(stage)
-        if stage.compute == "actors":
+        if stage.compute == "actors" and routes is not None:
+            ds = ds.map_batches(Routed, fn_constructor_kwargs={"routes": routes, "key": SOURCE, "cls": StageFn, "kwargs": {"stage": stage, "side": side}}, **kwargs)
+        elif stage.compute == "actors":
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
-            ds = ds.map_batches(StageFn(stage, side), **kwargs)
+            ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
     return ds
 
 

@@ -1,0 +1,87 @@
+"""A Ray run over several shards is one streaming Dataset that still commits shard by shard."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dataflow.dsl.parse import parse_pipeline
+from dataflow.engines.base import RunOptions
+from dataflow.runner import run_pipeline
+from dataflow.runtime.progress import Progress
+from dataflow.runtime.stats import read_stats
+from tests.datagen import write_jsonl
+
+FILES, ROWS, PER_SHARD = 12, 5, 3
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """12 JSON-lines files of 5 rows (n = 0..59): every 7th ``s`` is not a number, every 4th file has a bad line."""
+    expected = []
+    for f in range(FILES):
+        rows = [{"n": f * ROWS + i, "s": "x" if (f * ROWS + i) % 7 == 0 else str(f * ROWS + i)} for i in range(ROWS)]
+        bad = [b"{not json"] if f % 4 == 0 else []
+        write_jsonl(tmp_path / "in" / f"f{f:02d}.jsonl", rows, bad)
+        expected.append((rows, len(bad)))
+    return expected
+
+
+def _spec(tmp_path):
+    return parse_pipeline({
+        "name": "streamed", "engine": "ray",
+        "source": {"uri": str(tmp_path / "in"), "format": "jsonl", "options": {"files_per_shard": PER_SHARD}},
+        "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 5"}}, {"op": "table.cast", "params": {"columns": {"s": "long"}}}],
+        "sink": {"uri": str(tmp_path / "out"), "format": "parquet", "rows_per_file": 4},
+    })
+
+
+def test_a_multi_shard_run_is_one_stream_that_commits_every_shard_with_its_own_counts(ray_local, corpus, tmp_path, monkeypatch):
+    from dataflow.engines.ray import stream
+    from dataflow.engines.ray.engine import RayEngine
+
+    streams, staged = [], []
+    real_stream, real_stage = stream.stream_shards, Progress.stage
+
+    def one_stream(*args, **kwargs):
+        streams.append(len(args[1]))
+        return real_stream(*args, **kwargs)
+
+    def stage(self, shard, *args, **kwargs):
+        marker = real_stage(self, shard, *args, **kwargs)
+        stats = read_stats(self.fs, self.side_dirs([marker], "_stats"))
+        staged.append((shard.index, shard.inputs, stats, sum(f["rows"] for f in marker["files"])))
+        return marker
+
+    def per_shard(*_):
+        raise AssertionError("a shard ran as its own Dataset")
+
+    monkeypatch.setattr(stream, "stream_shards", one_stream)
+    monkeypatch.setattr(Progress, "stage", stage)
+    monkeypatch.setattr(RayEngine, "execute", per_shard)
+    report = run_pipeline(_spec(tmp_path), RunOptions(progress=False))
+
+    assert streams == [FILES // PER_SHARD], "one stream over every shard"
+    assert [s[0] for s in staged] == list(range(FILES // PER_SHARD)), "each shard staged once, in order"
+    for index, inputs, stats, written in staged:
+        files = corpus[index * PER_SHARD : (index + 1) * PER_SHARD]
+        assert [p.rsplit("/", 1)[1] for p in inputs] == [f"f{index * PER_SHARD + i:02d}.jsonl" for i in range(PER_SHARD)]
+        rows = [r for rs, _ in files for r in rs]
+        kept = [r for r in rows if r["n"] >= 5]
+        bad_numbers = sum(1 for r in kept if r["s"] == "x")
+        assert stats[-1].rows_in == len(rows) + sum(b for _, b in files) and stats[-1].rows_errored == sum(b for _, b in files)
+        assert (stats[0].rows_in, stats[0].rows_out) == (len(rows), len(kept))
+        assert (stats[1].rows_in, stats[1].rows_errored, stats[1].rows_out) == (len(kept), bad_numbers, len(kept) - bad_numbers)
+        assert written == len(kept) - bad_numbers
+    assert report.published and report.rows_out == sum(s[3] for s in staged)
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert len(manifest["shards"]) == FILES // PER_SHARD and manifest["rows_out"] == report.rows_out
+
+
+def test_a_single_shard_takes_the_per_shard_path(ray_local, corpus, tmp_path, monkeypatch):
+    from dataflow.engines.ray import stream
+
+    monkeypatch.setattr(stream, "stream_shards", lambda *a, **k: pytest.fail("a single shard was streamed"))
+    spec = _spec(tmp_path)
+    spec.source.options["files_per_shard"] = FILES
+    assert run_pipeline(spec, RunOptions(progress=False)).published
