@@ -54,6 +54,7 @@ def cli() -> None:
 @click.option("--quiet", is_flag=True, help="Print no progress and no summary.")
 @click.option("--verbose", is_flag=True, help="Also print Ray's and Spark's own INFO and WARNING lines and Ray workers' output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout instead of the summary (progress stays on stderr).")
+@click.option("--stream-shards", is_flag=True, help="Ray: run every shard in one streaming Dataset instead of one Dataset per shard (experimental; see README, Shards).")
 @click.option(
     "--cache-dir", help="Read remote inputs through a node-local cache in this folder (overrides storage.cache.dir and DATAFLOW_CACHE_DIR; '' turns it off)."
 )
@@ -61,7 +62,7 @@ def cli() -> None:
 @_debug_option
 @_handle_errors
 def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_partitions, spark_master, report_path, restart, shard_text, quiet, verbose, cache_dir, as_json,
-        cluster, clusters_file, explain_placement, wait, gpu_type, max_cpus, max_gpus):
+        stream_shards, cluster, clusters_file, explain_placement, wait, gpu_type, max_cpus, max_gpus):
     """Run PIPELINE to its sink and commit the output.
 
     An interrupted run resumes from its committed shards when run again with the same pipeline
@@ -85,7 +86,8 @@ def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_pa
         return run_on_cluster(spec, cluster, clusters_file, explain=explain_placement, wait=wait, gpu_type=gpu_type, restart=restart,
                               shard=shard_text, cache_dir=cache_dir, report_path=report_path, quiet=quiet, as_json=as_json)
     options = RunOptions(address=address, spark_master=spark_master, object_store_memory=object_store_memory, progress=not quiet, cache_dir=cache_dir,
-                         max_cpus=max_cpus, max_gpus=max_gpus, spill_dir=spill_dir, shuffle_partitions=shuffle_partitions, verbose=verbose)
+                         max_cpus=max_cpus, max_gpus=max_gpus, spill_dir=spill_dir, shuffle_partitions=shuffle_partitions, verbose=verbose,
+                         stream_shards=stream_shards)
     try:
         report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
     except BudgetExceededError as exc:

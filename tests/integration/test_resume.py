@@ -78,20 +78,21 @@ def _wait_for_markers(out: pathlib.Path, n: int, proc: subprocess.Popen, timeout
     raise AssertionError(f"run ended or timed out before {n} shards committed: {proc.communicate()}")
 
 
-@pytest.mark.parametrize("kill_after", [1, 3, 6], ids=["after-1-shard", "after-3-shards", "after-6-shards"])
+@pytest.mark.parametrize(("kill_after", "flags"), [(1, ()), (3, ()), (6, ()), (3, ("--stream-shards",))],
+                         ids=["after-1-shard", "after-3-shards", "after-6-shards", "streamed-after-3-shards"])
 @pytest.mark.timeout(300 * KILL_ROUNDS)
-def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, tmp_path, kill_after):
+def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, tmp_path, kill_after, flags):
     for round_ in range(KILL_ROUNDS):
         out = tmp_path / f"out{round_}"
         pipeline = tmp_path / "p.yaml"
         pipeline.write_text(PIPELINE.format(src=images, out=out))
         n = kill_after + random.randint(0, 1)
-        proc = _cli(ray_local, pipeline, stall_after=n)
+        proc = _cli(ray_local, pipeline, *flags, stall_after=n)
         committed = _wait_for_markers(out, n, proc)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert not (out / "_SUCCESS").exists()
-        resumed = _cli(ray_local, pipeline)
+        resumed = _cli(ray_local, pipeline, *flags)
         stdout, stderr = resumed.communicate(timeout=240)
         assert resumed.returncode == 0, stderr
         assert _digest(out) == clean_digest, f"killed after {committed} shards"

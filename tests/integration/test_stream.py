@@ -59,7 +59,7 @@ def test_a_multi_shard_run_is_one_stream_that_commits_every_shard_with_its_own_c
     monkeypatch.setattr(stream, "stream_shards", one_stream)
     monkeypatch.setattr(Progress, "stage", stage)
     monkeypatch.setattr(RayEngine, "execute", per_shard)
-    report = run_pipeline(_spec(tmp_path), RunOptions(progress=False))
+    report = run_pipeline(_spec(tmp_path), RunOptions(progress=False, stream_shards=True))
 
     assert streams == [FILES // PER_SHARD], "one stream over every shard"
     assert [s[0] for s in staged] == list(range(FILES // PER_SHARD)), "each shard staged once, in order"
@@ -84,4 +84,4 @@ def test_a_single_shard_takes_the_per_shard_path(ray_local, corpus, tmp_path, mo
     monkeypatch.setattr(stream, "stream_shards", lambda *a, **k: pytest.fail("a single shard was streamed"))
     spec = _spec(tmp_path)
     spec.source.options["files_per_shard"] = FILES
-    assert run_pipeline(spec, RunOptions(progress=False)).published
+    assert run_pipeline(spec, RunOptions(progress=False, stream_shards=True)).published

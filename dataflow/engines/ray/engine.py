@@ -50,10 +50,10 @@ class RayEngine(Engine):
         return min(cpus, limit) if limit and limit != float("inf") else cpus
 
     def execute_shards(self, job: RayJob, runs: list[ShardRun], options: RunOptions, done: Callable[[ShardRun, list[Any]], bool]) -> None:
-        """Every shard in one streaming Dataset (``stream.stream_shards``) where it can; else one Dataset per shard."""
+        """With ``options.stream_shards``, every shard in one streaming Dataset (``stream.stream_shards``) where it can; else one Dataset per shard."""
         from dataflow.engines.ray.stream import stream_shards, streamable
 
-        if not streamable(job, runs):
+        if not options.stream_shards or not streamable(job, runs):
             return super().execute_shards(job, runs, options, done)
         self.start(options)
         stream_shards(job, runs, options, done)
