@@ -149,9 +149,9 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
 
 
 def _aggregate_reads(params) -> frozenset[str]:
-    from dataflow.ops.table.sql import columns_of, parse_aggregation
+    from dataflow.plan.validate import param_reads
 
-    return frozenset({SOURCE, *params.keys, *(c for text in params.aggregations.values() for c in columns_of(parse_aggregation(text)))})
+    return frozenset({SOURCE, *(params.keys or ()), *param_reads(params)[0]})
 
 
 class _Keep:

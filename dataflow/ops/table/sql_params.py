@@ -23,20 +23,24 @@ def _check_window_agg(text: str) -> str:
     return text
 
 
-class Expr(str):
+class _Parsed(str):
+    """A Spark SQL text param, checked by ``_check`` when the params are validated."""
+
+    _check = staticmethod(_check_expr)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        return core_schema.no_info_after_validator_function(cls._check, core_schema.str_schema())
+
+
+class Expr(_Parsed):
     """A Spark SQL scalar expression in a step's params; parsed when the params are validated."""
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_expr, core_schema.str_schema())
 
-
-class AggExpr(str):
+class AggExpr(_Parsed):
     """A Spark SQL aggregation (``count(*)``, ``sum(x)``, ``slope(y, x)``...) in a step's params."""
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_agg, core_schema.str_schema())
+    _check = staticmethod(_check_agg)
 
 
 def _check_window(text: str) -> str:
@@ -44,17 +48,13 @@ def _check_window(text: str) -> str:
     return text
 
 
-class WindowExpr(str):
+class WindowExpr(_Parsed):
     """A ``table.window_columns`` column: ``lag``/``lead``/``row_number()`` in a key's order, or an aggregation over its rows."""
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_window, core_schema.str_schema())
+    _check = staticmethod(_check_window)
 
 
-class WindowAggExpr(str):
+class WindowAggExpr(_Parsed):
     """An aggregation over a time window; ``slope(y)`` regresses y on the window's time column."""
 
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source, handler):
-        return core_schema.no_info_after_validator_function(_check_window_agg, core_schema.str_schema())
+    _check = staticmethod(_check_window_agg)
