@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from examples.optical_faults import generate  # noqa: E402
 
 FIELDS = {"ts": "bigint", "link": "string", "rx_power_dbm": "double", "tx_power_dbm": "double", "temperature_c": "double", "crc_errors": "bigint"}
-SYSLOG = r"^(\S+) (sw\d+) %([A-Z]+)-(\d)-(\w+): .*?(Eth\d+/\d+)"
+SYSLOG = r"^(\S+) (\S+) (?:\w+: )?%+(?:\d+)?([A-Z]+)[-/](\d)[-/](\w+).*?((?:100GE|Ethernet)\d+/\d+(?:/\d+)?)"
 
 
 def hand_written(spark, data: pathlib.Path, out: pathlib.Path) -> int:
