@@ -7,7 +7,8 @@ from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.engines.ray.read import FILES_PER_TASK
 from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import Modality
-from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write
+from dataflow.plan.columns import needed_after
+from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write, steps_of
 from dataflow.runtime.stage import StepCall
 
 __all__ = ["ARROW", "RayGlobal", "RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
@@ -70,6 +71,7 @@ class RayStage:
     num_gpus: float | None = None
     memory: int | None = None
     concurrency: int | None = None
+    keep: frozenset[str] | None = None  # the columns later steps and the sink read: the others leave the batch here (None: all)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class RayWrite:
     rows_per_file: int
     max_file_bytes: int
     leaves_out: tuple[str, ...] = ()  # consumed input columns not written
+    reads: frozenset[str] | None = None  # a checkpoint's: only these columns are written (None: all)
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
     return RayRead(source=node.source, reader="files", parse=fmt if fmt in LINE_FORMATS else None)
 
 
-def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
+def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int, keep: frozenset[str] | None = None) -> RayStage:
     res = node.resources
     gpu = bool(res.num_gpus)
     actors = node.stateful or gpu
@@ -157,14 +160,15 @@ def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
         num_gpus=res.num_gpus or None,
         memory=res.memory,
         concurrency=res.concurrency,
+        keep=keep,
     )
 
 
-def _single(node, plan: LogicalPlan, number: int) -> RayStage:
-    return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number)
+def _single(node, plan: LogicalPlan, number: int, keep: frozenset[str] | None = None) -> RayStage:
+    return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number, keep)
 
 
-def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
+def _lower_global(node: Shuffle, plan: LogicalPlan, number: int, keep: frozenset[str] | None = None) -> RayGlobal:
     from dataflow.engines.ray.global_ops import describe_shuffle
 
     distributed = node.op.bucketing is not None
@@ -184,7 +188,7 @@ def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
 
 def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
     s = node.sink
-    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out)
+    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out, reads=node.reads)
 
 
 _LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _lower_global}
@@ -198,6 +202,10 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
     """
     read = write = None
     stages = []
+    # The columns each step's output must keep: a stage ends with only those (dropped once, not carried to the sink or a shuffle).
+    sink = next((n for n in plan.nodes if type(n) is Write), None)
+    steps = steps_of(plan.nodes)
+    keep = dict(zip((s.index for s in steps), needed_after(steps, sink.reads if sink else None)))
     for node in plan.nodes:
         if type(node) is Read:
             read = _lower_read(node, plan)
@@ -207,6 +215,7 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
             lower = _LOWER_STAGE.get(type(node))
             if lower is None:
                 raise EngineCapabilityError("ray", f"plan node {type(node).__name__}")
-            stages.append(lower(node, plan, len(stages) + 1))
+            last = node.steps[-1] if isinstance(node, FusedMap) else node
+            stages.append(lower(node, plan, len(stages) + 1, keep.get(last.index)))
     inputs = tuple((side.name, compile_plan(replace(plan, nodes=side.nodes, inputs=()))) for side in plan.inputs)
     return RayJob(plan=plan, read=read, stages=tuple(stages), write=write, inputs=inputs)

@@ -86,7 +86,12 @@ class StageFn:
         # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
         out, errors, stats = self._executor.run(batch if plain_arrow(batch) else from_arrow(batch))
         self.side.write(self.stage.name, key, errors, stats)
-        return out
+        keep = self.stage.keep
+        if keep is None:
+            return out
+        if isinstance(out, pa.Table):
+            return out.select([n for n in out.column_names if n in keep])
+        return {k: v for k, v in out.items() if k in keep}
 
 
 class ShardWriter:
@@ -117,7 +122,8 @@ class ShardWriter:
             return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
         key = batch_key(batch[SOURCE])
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
-        batch = {k: v for k, v in batch.items() if k not in left_out}
+        reads = self.job.write.reads
+        batch = {k: v for k, v in batch.items() if k not in left_out and (reads is None or k in reads)}
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
         local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
