@@ -26,7 +26,7 @@ def split_at_global(plan: LogicalPlan, checkpoint_uri: str) -> tuple[LogicalPlan
     # Named sources feed joins, which are global: the map part reads them only if a step names one.
     steps = steps_of(plan.nodes[:cut])
     inputs = plan.inputs if any(source_refs(s) for s in steps) else ()
-    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine, reads=needed_by(steps_of(plan.nodes[cut:])))), inputs=inputs)
+    head = replace(plan, nodes=(*plan.nodes[:cut], Write(sink=checkpoint_sink, engine=engine, reads=needed_by(steps_of(plan.nodes[cut:])), feeds=plan.nodes[cut])), inputs=inputs)
     source = SourceSpec(uri=checkpoint_uri, format="parquet", options={"keep_lineage": True})  # the rows keep their input's lineage
     tail = replace(plan, nodes=(Read(source=source, engine=engine), *plan.nodes[cut:]))
     return head, tail

@@ -99,6 +99,7 @@ class RayWrite:
     max_file_bytes: int
     leaves_out: tuple[str, ...] = ()  # consumed input columns not written
     reads: frozenset[str] | None = None  # a checkpoint's: only these columns are written (None: all)
+    feeds: StepCall | None = None  # a checkpoint's: the global step reading it (an aggregation's partial states are written)
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,8 @@ def _lower_global(node: Shuffle, plan: LogicalPlan, number: int, keep: frozenset
 
 def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
     s = node.sink
-    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out, reads=node.reads)
+    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out, reads=node.reads,
+                    feeds=None if node.feeds is None else StepCall(index=node.feeds.index, op=node.feeds.op, params=node.feeds.params))
 
 
 _LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _lower_global}

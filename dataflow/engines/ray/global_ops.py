@@ -135,7 +135,7 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
         split = _two_phase(call.params)
         if split is None:
             return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
-        ds = ds.map_batches(_PartialAggregate(stage, side, split), batch_format=ARROW, batch_size=None)
+        ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
         return hash_shuffle([(ds, [])], 1, _MergeAggregate(stage, side, split), seed=True)
     keys: Any = list(getattr(call.params, stage.partition_by, None) or [])
     if stage.label == "table.dedup" and not keys:
@@ -145,7 +145,7 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     parts = shuffle_partitions(partitions) if keys else 1
     if stage.label == "table.aggregate" and (split := _two_phase(call.params)) is not None:
         # Map-side combine: each block's partial states per group cross the shuffle, not its rows.
-        ds = ds.map_batches(_PartialAggregate(stage, side, split), batch_format=ARROW, batch_size=None)
+        ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
         return hash_shuffle([(ds, keys)], parts, _MergeAggregate(stage, side, split))
     if stage.label == "table.aggregate":  # only the columns it reads cross the shuffle
         ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
@@ -169,21 +169,40 @@ def _two_phase(params):
     return two_phase({n: parse_aggregation(t) for n, t in params.aggregations.items()}, params.vars)
 
 
-class _PartialAggregate:
-    """Map: a block's partial aggregation states, one row per group; its rows count as the step's input rows."""
+def checkpoint_rows(ds, write, name: str, side: SideOutputs | None, routes=None):
+    """What a run's map phase writes to the checkpoint its global phase reads (``write.feeds``): an
+    aggregation's partial states per block and group where they split, else the columns it reads.
 
-    def __init__(self, stage, side: SideOutputs, split):
-        self.stage, self.side, self.split = stage, side, split
+    ``name``: the prefix of the partial step's stats files.
+    """
+    from dataflow.engines.ray.routed import Routed
+
+    call = write.feeds
+    split = _two_phase(call.params) if call is not None and call.op.name == "table.aggregate" else None
+    fn = _Keep(write.reads) if split is None else _PartialAggregate(name, call, side, split)
+    return ds.map_batches(fn if routes is None or split is None else Routed(routes, SOURCE, fn=fn), batch_format=ARROW, batch_size=None)
+
+
+class _PartialAggregate:
+    """Map: a block's partial aggregation states, one row per group; its rows count as the step's input rows.
+
+    A block of states already (read back from a run's checkpoint) passes unchanged.
+    """
+
+    def __init__(self, name: str, call, side: SideOutputs, split):
+        self.name, self.call, self.side, self.split = name, call, side, split
 
     def __call__(self, block: pa.Table) -> pa.Table:
         from dataflow.runtime.stage import StepStats
 
+        if self.split.holds_states(block):
+            return block
         start = time.perf_counter()
-        keys = list(self.stage.call.params.keys or [])
+        keys = list(self.call.params.keys or [])
         out = self.split.partial_rows(block, keys) if block.num_rows else pa.table({})
         sources = block.column(SOURCE).to_pylist() if SOURCE in block.column_names else []
         st = StepStats(rows_in=block.num_rows, seconds=time.perf_counter() - start)
-        self.side.write(f"{self.stage.name}-partial", batch_key(sources), [], {self.stage.call.index: st})
+        self.side.write(f"{self.name}-partial", batch_key(sources), [], {self.call.index: st})
         return out
 
 

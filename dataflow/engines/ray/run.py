@@ -122,8 +122,7 @@ class ShardWriter:
             return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
         key = batch_key(batch[SOURCE])
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
-        reads = self.job.write.reads
-        batch = {k: v for k, v in batch.items() if k not in left_out and (reads is None or k in reads)}
+        batch = {k: v for k, v in batch.items() if k not in left_out}
         parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
         local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
@@ -292,6 +291,10 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
+    if job.write is not None and job.write.reads is not None:  # a checkpoint: only what the global phase reads
+        from dataflow.engines.ray.global_ops import checkpoint_rows
+
+        ds = checkpoint_rows(ds, job.write, f"stage-{len(job.stages) + 1}", side, routes)
     return ds
 
 

@@ -42,6 +42,10 @@ class TwoPhase:
     partial: dict[str, str]
     merge: dict[str, str]
 
+    def holds_states(self, table: pa.Table) -> bool:
+        """Whether ``table`` holds this split's partial states already (a checkpoint of them), not rows."""
+        return all(name in table.column_names for name in self.partial)
+
     def partial_rows(self, table: pa.Table, keys: list[str]) -> pa.Table:
         """One state row per group of ``table`` (none for no rows); the group's smallest ``__source__`` kept."""
         extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in table.column_names else {}
