@@ -71,7 +71,7 @@ class RayStage:
     num_gpus: float | None = None
     memory: int | None = None
     concurrency: int | None = None
-    keep: frozenset[str] | None = None  # the columns later steps and the sink read: the others leave the batch here (None: all)
+    keeps: tuple[frozenset[str] | None, ...] = ()  # per step, the columns of its output later steps and the sink read (None: all)
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
     return RayRead(source=node.source, reader="files", parse=fmt if fmt in LINE_FORMATS else None)
 
 
-def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int, keep: frozenset[str] | None = None) -> RayStage:
+def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int, keep: dict[int, frozenset[str] | None] | None = None) -> RayStage:
     res = node.resources
     gpu = bool(res.num_gpus)
     actors = node.stateful or gpu
@@ -161,15 +161,15 @@ def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int, keep: frozenset
         num_gpus=res.num_gpus or None,
         memory=res.memory,
         concurrency=res.concurrency,
-        keep=keep,
+        keeps=tuple((keep or {}).get(s.index) for s in node.steps),
     )
 
 
-def _single(node, plan: LogicalPlan, number: int, keep: frozenset[str] | None = None) -> RayStage:
+def _single(node, plan: LogicalPlan, number: int, keep: dict[int, frozenset[str] | None] | None = None) -> RayStage:
     return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number, keep)
 
 
-def _lower_global(node: Shuffle, plan: LogicalPlan, number: int, keep: frozenset[str] | None = None) -> RayGlobal:
+def _lower_global(node: Shuffle, plan: LogicalPlan, number: int, keep: dict[int, frozenset[str] | None] | None = None) -> RayGlobal:
     from dataflow.engines.ray.global_ops import describe_shuffle
 
     distributed = node.op.bucketing is not None
@@ -204,7 +204,7 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
     """
     read = write = None
     stages = []
-    # The columns each step's output must keep: a stage ends with only those (dropped once, not carried to the sink or a shuffle).
+    # The columns each step's output must keep: the others leave the batch there (not carried to later steps, the sink or a shuffle).
     sink = next((n for n in plan.nodes if type(n) is Write), None)
     steps = steps_of(plan.nodes)
     keep = dict(zip((s.index for s in steps), needed_after(steps, sink.reads if sink else None)))
@@ -217,7 +217,6 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
             lower = _LOWER_STAGE.get(type(node))
             if lower is None:
                 raise EngineCapabilityError("ray", f"plan node {type(node).__name__}")
-            last = node.steps[-1] if isinstance(node, FusedMap) else node
-            stages.append(lower(node, plan, len(stages) + 1, keep.get(last.index)))
+            stages.append(lower(node, plan, len(stages) + 1, keep))
     inputs = tuple((side.name, compile_plan(replace(plan, nodes=side.nodes, inputs=()))) for side in plan.inputs)
     return RayJob(plan=plan, read=read, stages=tuple(stages), write=write, inputs=inputs)

@@ -81,17 +81,12 @@ class StageFn:
     def __call__(self, batch: pa.Table) -> Columns | pa.Table:
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
-            self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus))
+            self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus), keeps=list(self.stage.keeps) or None)
         key = batch_key(batch.column(SOURCE).to_pylist() if SOURCE in batch.column_names else [])
         # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
         out, errors, stats = self._executor.run(batch if plain_arrow(batch) else from_arrow(batch))
         self.side.write(self.stage.name, key, errors, stats)
-        keep = self.stage.keep
-        if keep is None:
-            return out
-        if isinstance(out, pa.Table):
-            return out.select([n for n in out.column_names if n in keep])
-        return {k: v for k, v in out.items() if k in keep}
+        return out
 
 
 class ShardWriter:
