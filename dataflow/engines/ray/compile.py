@@ -133,6 +133,9 @@ class RayJob:
         w = self.write
         if w is not None:
             lines.append(f"write: map_batches[{w.sink.format} writer] rows_per_file={w.rows_per_file} max_file_bytes={w.max_file_bytes} -> commit {w.sink.uri}")
+            if w.reads is not None:  # a run's checkpoint before its global phase
+                lines.append(f"    checkpoint for {w.feeds.op.name if w.feeds else 'the global phase'}: its partial states where they merge exactly, else columns "
+                             + ", ".join(sorted(w.reads)))
         return "\n".join(lines)
 
 
