@@ -200,7 +200,7 @@ class _PartialAggregate:
         start = time.perf_counter()
         keys = list(self.call.params.keys or [])
         out = self.split.partial_rows(block, keys) if block.num_rows else pa.table({})
-        sources = block.column(SOURCE).to_pylist() if SOURCE in block.column_names else []
+        sources = block.column(SOURCE) if SOURCE in block.column_names else []
         st = StepStats(rows_in=block.num_rows, seconds=time.perf_counter() - start)
         self.side.write(f"{self.name}-partial", batch_key(sources), [], {self.call.index: st})
         return out
@@ -221,7 +221,7 @@ class _MergeAggregate(_PartitionOp):
             return pa.table({}) if keys else self._no_rows()
         start = time.perf_counter()
         out = self.split.merged_rows(states, keys)
-        sources = states.column(SOURCE).to_pylist() if SOURCE in states.column_names else []
+        sources = states.column(SOURCE) if SOURCE in states.column_names else []
         st = StepStats(rows_out=out.num_rows, seconds=time.perf_counter() - start)
         self.side.write(f"{self.stage.name}-p{part}", batch_key(sources), [], {self.stage.call.index: st})
         return out

@@ -82,7 +82,7 @@ class StageFn:
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
             self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus), keeps=list(self.stage.keeps) or None)
-        key = batch_key(batch.column(SOURCE).to_pylist() if SOURCE in batch.column_names else [])
+        key = batch_key(batch.column(SOURCE) if SOURCE in batch.column_names else [])
         # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
         out, errors, stats = self._executor.run(batch if plain_arrow(batch) else from_arrow(batch))
         self.side.write(self.stage.name, key, errors, stats)
