@@ -5,6 +5,7 @@ Exit codes: 0 success (row errors included), 1 run failure, 2 spec or usage erro
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -89,15 +90,26 @@ def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_pa
                          max_cpus=max_cpus, max_gpus=max_gpus, spill_dir=spill_dir, shuffle_partitions=shuffle_partitions, verbose=verbose,
                          stream_shards=stream_shards)
     try:
-        report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
-    except BudgetExceededError as exc:
+        try:
+            report = run_pipeline(spec, options, restart=restart, shard=_shard(shard_text))
+        except BudgetExceededError as exc:
+            if report_path:
+                _write_report(report_path, exc.report)
+            _print_report(exc.report, quiet, as_json, err=True)
+            raise
         if report_path:
-            _write_report(report_path, exc.report)
-        _print_report(exc.report, quiet, as_json, err=True)
-        raise
-    if report_path:
-        _write_report(report_path, report)
-    _print_report(report, quiet, as_json)
+            _write_report(report_path, report)
+        _print_report(report, quiet, as_json)
+    finally:
+        _release_ray()
+
+
+def _release_ray() -> None:
+    """Stop the local Ray the run started (at once, not at interpreter exit); a joined cluster keeps running."""
+    if "ray" in sys.modules:
+        from dataflow.engines.ray.session import release
+
+        release()
 
 
 def _print_report(report, quiet: bool, as_json: bool, err: bool = False) -> None:

@@ -7,13 +7,13 @@ bound to a session travels.
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
@@ -71,11 +71,14 @@ def _to_format(cols: Columns, fmt: BatchFormat) -> Any:
         return dict(cols)
     if fmt is BatchFormat.ROW:
         return to_rows(cols)
+    import pandas as pd  # only pandas steps pay its import (the driver imports this module before Ray starts)
+
     return pd.DataFrame({k: v for k, v in cols.items()})
 
 
 def _from_format(result: Any) -> Columns:
-    if isinstance(result, pd.DataFrame):
+    pd = sys.modules.get("pandas")  # a step cannot return a DataFrame before pandas is imported
+    if pd is not None and isinstance(result, pd.DataFrame):
         return {str(k): result[k].to_numpy() for k in result.columns}
     return dict(result)
 

@@ -110,3 +110,30 @@ def test_a_table_pipeline_starts_its_own_local_spark(fresh_env, tmp_path):
     assert (report["engine"], report["rows_in"], report["rows_out"], report["rows_errored"]) == ("spark", 3, 1, 1)
     # dataflow's own local[*] session keeps its scratch under TMPDIR (a given master would not).
     assert list((tmp_path / "tmp").glob("dataflow-spark-*"))
+
+
+_RELEASE = """
+import json, ray
+from dataflow.engines.ray.session import ensure_ray, release
+ensure_ray()
+ray.get(ray.remote(lambda: 1).remote())
+node = ray._private.worker._global_node
+procs = [i.process for infos in node.all_processes.values() for i in infos]
+release()
+print(json.dumps({"initialized": ray.is_initialized(), "alive": [p.args[0] for p in procs if p.poll() is None], "count": len(procs)}))
+"""
+
+
+def test_release_stops_the_local_ray_it_started_before_the_process_exits(fresh_env):
+    env, _ = fresh_env
+    out = subprocess.run([sys.executable, "-c", _RELEASE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["count"] >= 3 and result["alive"] == [] and not result["initialized"], result
+
+
+def test_release_leaves_a_ray_it_did_not_start_running(ray_local):
+    from dataflow.engines.ray.session import release
+
+    release()
+    assert ray_local.is_initialized() and ray_local.get(ray_local.remote(lambda: 2).remote()) == 2

@@ -4,12 +4,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import sys
 import threading
 
-__all__ = ["cluster_cpus", "ensure_ray"]
+__all__ = ["cluster_cpus", "ensure_ray", "release"]
 
 _INIT_LOCK = threading.Lock()  # shards start from several threads; Ray starts once
+_started = threading.Event()  # set when ensure_ray started or joined Ray (release leaves any other session alone)
 
 
 def ensure_ray(address: str | None = None, object_store_memory: int | None = None, spill_dir: str | None = None, verbose: bool = False) -> None:
@@ -39,7 +41,18 @@ def ensure_ray(address: str | None = None, object_store_memory: int | None = Non
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         import ray
 
+        # Ray Data's import (~1 s of Python) overlaps the wait for Ray's processes; `import ray.data`
+        # on the main thread afterwards waits on the module's import lock, never imports it twice.
+        threading.Thread(target=_import_ray_data, name="dataflow-import-ray-data", daemon=True).start()
         _init(ray, address or (warm.address if warm else None), object_store_memory, spill_dir, verbose)
+        _started.set()
+
+
+def _import_ray_data() -> None:
+    try:
+        import ray.data  # noqa: F401
+    except Exception:  # noqa: BLE001 - the main thread's own import reports it
+        pass
 
 
 def _init(ray, address: str | None, object_store_memory: int | None, spill_dir: str | None = None, verbose: bool = False) -> None:
@@ -63,3 +76,44 @@ def cluster_cpus() -> float:
     import ray
 
     return float(ray.cluster_resources().get("CPU", 1.0))
+
+
+def release() -> None:
+    """Disconnect from the Ray ``ensure_ray`` started or joined; a local one is stopped at once (the CLI calls it when a run is done).
+
+    ``ray.shutdown()`` stops a local Ray's processes one after another, giving each up to a second
+    after SIGTERM, and at interpreter exit it first sleeps 0.5 s: 1-2 s after the work is done.
+    Here the raylet (which stops its workers) is stopped first, then the other processes together.
+    """
+    ray = sys.modules.get("ray")
+    if not _started.is_set() or ray is None or not ray.is_initialized():
+        return
+    _started.clear()
+    from ray._private import worker
+
+    node = worker._global_node
+    if node is None or not node.is_head():  # joined a cluster: leave it running
+        ray.shutdown()
+        return
+    node.destroy_external_storage()
+    worker._global_node = None  # ray.shutdown then disconnects the driver but leaves the processes to us
+    try:
+        ray.shutdown()
+    finally:
+        raylet = [i.process for i in node.all_processes.get("raylet", [])]
+        others = [i.process for kind, infos in node.all_processes.items() if kind != "raylet" for i in infos]
+        _stop(raylet)
+        _stop(others)
+
+
+def _stop(processes: list[subprocess.Popen], grace: float = 1.0) -> None:
+    """SIGTERM to every process, then wait up to ``grace`` seconds for each before SIGKILL."""
+    for p in processes:
+        if p.poll() is None:
+            p.terminate()
+    for p in processes:
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=grace)
