@@ -96,25 +96,56 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
         data = rest + chunk
         cut = len(data) if not chunk else data.rfind(b"\n") + 1  # whole lines only, but the last one
         data, rest = data[:cut], data[cut:]
-        lines = (data[3:] if number == 0 and data.startswith(_BOM) else data).splitlines()
+        if number == 0 and data.startswith(_BOM):
+            data = data[3:]
+        binary = _lf_lines(data)
+        lines = data.splitlines() if binary is None else None
         try:
-            text = pa.array(lines, pa.binary()).cast(pa.string())
+            text = (pa.array(lines, pa.binary()) if binary is None else binary).cast(pa.string())
         except pa.ArrowInvalid:  # not UTF-8: line by line, as read_text
+            lines = data.splitlines()
             for i, raw in enumerate(lines, start=number + 1):
                 line = _decode(f"{source}#line={i}", raw, "utf-8")
                 if isinstance(line, BadRecord) or line.strip() or not skip_empty:
                     yield line if isinstance(line, BadRecord) else {SOURCE: f"{source}#line={i}", "text": line}
             text = None
+        count = len(lines) if text is None else len(text)
         if text is not None and len(text):
-            numbers = pa.array(np.arange(number + 1, number + len(lines) + 1))
+            numbers = pa.array(np.arange(number + 1, number + count + 1))
             if skip_empty:
                 keep = pc.not_equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0)
                 text, numbers = text.filter(keep), numbers.filter(keep)
             if len(text):
                 yield pa.table({SOURCE: pc.binary_join_element_wise(f"{source}#line=", numbers.cast(pa.string()), ""), "text": text})
-        number += len(lines)
+        number += count
         if not chunk:
             return
+
+
+def _lf_lines(data: bytes):
+    """The lines of ``data`` as ``bytes.splitlines`` cuts them, as one Arrow binary array over its buffer
+    (no Python object per line), when only LF ends them; None when it holds a CR (cut line by line)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not data or b"\r" in data:
+        return None if data else pa.array([], pa.binary())
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    starts = np.r_[0, ends + 1]
+    if starts[-1] == len(data):  # a last LF ends the last line, it starts none
+        starts = starts[:-1]
+    offsets = np.r_[starts, len(data)].astype(np.int32)
+    with_lf = pa.Array.from_buffers(pa.binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pc.binary_slice(with_lf, 0, -1) if data.endswith(b"\n") else _cut_lf(with_lf, pc)
+
+
+def _cut_lf(lines, pc):
+    """Every line's LF cut off but the last one's, which has none."""
+    import pyarrow as pa
+
+    head = pc.binary_slice(lines.slice(0, len(lines) - 1), 0, -1)
+    return pa.concat_arrays([head.cast(pa.binary()), lines.slice(len(lines) - 1)])
 
 
 def read_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:

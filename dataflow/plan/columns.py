@@ -5,7 +5,7 @@ from dataflow.columns import SOURCE
 from dataflow.plan.nodes import Step
 from dataflow.plan.validate import param_reads
 
-__all__ = ["named_by", "needed_after"]
+__all__ = ["named_by", "needed_after", "needed_by"]
 
 _PROBE = "\0any other column"
 
@@ -22,18 +22,27 @@ def _needed_before(step: Step, needed: frozenset[str] | None) -> frozenset[str] 
     return None if needed is None else needed | reads
 
 
-def needed_after(steps: list[Step]) -> list[frozenset[str] | None]:
+def needed_after(steps: list[Step], end: frozenset[str] | None = None) -> list[frozenset[str] | None]:
     """For each step, the columns of its output that the later steps or the sink read (None: every column).
 
-    The sink writes every column that reaches it, so columns fall out only at a step that keeps
-    just the columns it names. Over-approximates: a column listed may still go unused.
+    The sink writes every column that reaches it (``end``: only those, e.g. a checkpoint the rest
+    of the run reads back), so columns fall out only at a step that keeps just the columns it
+    names. Over-approximates: a column listed may still go unused.
     """
     out: list[frozenset[str] | None] = []
-    needed: frozenset[str] | None = None
+    needed: frozenset[str] | None = end
     for step in reversed(steps):
         out.append(needed)
         needed = _needed_before(step, needed)
     return out[::-1]
+
+
+def needed_by(steps: list[Step]) -> frozenset[str] | None:
+    """The columns the first of ``steps`` must be given for them and the sink (None: every column)."""
+    needed: frozenset[str] | None = None
+    for step in reversed(steps):
+        needed = _needed_before(step, needed)
+    return needed
 
 
 def named_by(steps: list[Step]) -> frozenset[str]:

@@ -108,6 +108,8 @@ class Write:
     engine: str | None = None
     leaves_out: tuple[str, ...] = ()  # consumed input columns the sink does not write (plan.rules_media.LeaveOutConsumedInputs)
     columns: tuple[str, ...] | None = None  # what it writes, when the source's columns are known at plan time
+    reads: frozenset[str] | None = None  # a checkpoint's: the columns the rest of the run reads back (None: every column)
+    feeds: Step | None = None  # a checkpoint's: the global step that reads it back (an engine may write that step's partial states)
 
     @property
     def label(self) -> str:

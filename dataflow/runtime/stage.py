@@ -124,9 +124,14 @@ class StageExecutor:
     A global op (dedup, aggregation) is called once with the whole dataset as its batch.
     """
 
-    def __init__(self, calls: list[StepCall], devices: list[str] | None = None):
-        """Bind each step; ``devices`` names each step's implementation ("cpu" or "gpu", default all "cpu")."""
+    def __init__(self, calls: list[StepCall], devices: list[str] | None = None, keeps: list[frozenset[str] | None] | None = None):
+        """Bind each step; ``devices`` names each step's implementation ("cpu" or "gpu", default all "cpu").
+
+        ``keeps``: per step, the columns of its output that later steps and the sink read (None: all);
+        the others leave the batch right after it (``dataflow.plan.columns.needed_after``).
+        """
         self.calls = calls
+        self.keeps = keeps or [None] * len(calls)
         self.ops = [c.op for c in calls]
         # Per step, in order: a pipeline may run one op several times with different params.
         self.params = [c.params for c in calls]
@@ -144,13 +149,15 @@ class StageExecutor:
         errors: list[ErrorRecord] = []
         stats: dict[int, StepStats] = {}
         held = _Batch(table=batch) if isinstance(batch, pa.Table) else _Batch(cols=batch)
-        for call, spec, params, fn, typed in zip(self.calls, self.ops, self.params, self.fns, self._typed):
+        for call, spec, params, fn, typed, keep in zip(self.calls, self.ops, self.params, self.fns, self._typed, self.keeps):
             st = stats[call.index] = StepStats(rows_in=len(held))
             start = time.perf_counter()
             if st.rows_in and typed:
                 held = _Batch(cols=_split_wrong_types(spec.name, typed, held.cols, errors, st))
             if len(held):
                 held = self._step(spec, params, fn, held, errors, st)
+            if keep is not None and any(n not in keep for n in held.names):
+                held = _Batch(table=held.table.select([n for n in held.names if n in keep])) if held.is_arrow else _Batch(cols={k: v for k, v in held.cols.items() if k in keep})
             st.seconds = time.perf_counter() - start
             st.rows_out = len(held)
         return (held.table if held.is_arrow else held.cols), errors, stats

@@ -21,12 +21,39 @@ CONSERVES, FANS_OUT, RESHAPES = "conserves", "fans_out", "reshapes"
 
 
 def batch_key(sources) -> str:
-    """A stable name for a batch: a hash of the sources it holds."""
+    """A stable name for a batch: a hash of the sources it holds (an Arrow string column is hashed as its buffer, to the same key)."""
     h = hashlib.sha1()
+    if _is_arrow_text(sources):
+        for part in _nul_terminated(sources):
+            h.update(part)
+        return h.hexdigest()[:20]
     for s in sources:
         h.update(str(s).encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()[:20]
+
+
+def _is_arrow_text(sources) -> bool:
+    import pyarrow as pa
+
+    return isinstance(sources, (pa.Array, pa.ChunkedArray)) and (pa.types.is_string(sources.type) or pa.types.is_large_string(sources.type))
+
+
+def _nul_terminated(sources) -> list:
+    """Each value's UTF-8 bytes and a NUL, end to end (a null as ``None``, as ``str(None)``): the bytes the loop hashes, as buffers."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    values = pc.fill_null(sources, "None")
+    joined = pc.binary_join_element_wise(values, pa.scalar("\0", values.type), pa.scalar("", values.type))
+    parts = []
+    for chunk in joined.chunks if isinstance(joined, pa.ChunkedArray) else [joined]:
+        if len(chunk):
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int64 if pa.types.is_large_string(chunk.type) else np.int32)
+            start, end = int(offsets[chunk.offset]), int(offsets[chunk.offset + len(chunk)])
+            parts.append(chunk.buffers()[2].slice(start, end - start))
+    return parts
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.engines.ray.read import FILES_PER_TASK
 from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import Modality
-from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write
+from dataflow.plan.columns import needed_after
+from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write, steps_of
 from dataflow.runtime.stage import StepCall
 
 __all__ = ["ARROW", "RayGlobal", "RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
@@ -70,6 +71,7 @@ class RayStage:
     num_gpus: float | None = None
     memory: int | None = None
     concurrency: int | None = None
+    keeps: tuple[frozenset[str] | None, ...] = ()  # per step, the columns of its output later steps and the sink read (None: all)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class RayWrite:
     rows_per_file: int
     max_file_bytes: int
     leaves_out: tuple[str, ...] = ()  # consumed input columns not written
+    reads: frozenset[str] | None = None  # a checkpoint's: only these columns are written (None: all)
+    feeds: StepCall | None = None  # a checkpoint's: the global step reading it (an aggregation's partial states are written)
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,9 @@ class RayJob:
         w = self.write
         if w is not None:
             lines.append(f"write: map_batches[{w.sink.format} writer] rows_per_file={w.rows_per_file} max_file_bytes={w.max_file_bytes} -> commit {w.sink.uri}")
+            if w.reads is not None:  # a run's checkpoint before its global phase
+                lines.append(f"    checkpoint for {w.feeds.op.name if w.feeds else 'the global phase'}: its partial states where they merge exactly, else columns "
+                             + ", ".join(sorted(w.reads)))
         return "\n".join(lines)
 
 
@@ -142,7 +149,7 @@ def _lower_read(node: Read, plan: LogicalPlan) -> RayRead:
     return RayRead(source=node.source, reader="files", parse=fmt if fmt in LINE_FORMATS else None)
 
 
-def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
+def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int, keep: dict[int, frozenset[str] | None] | None = None) -> RayStage:
     res = node.resources
     gpu = bool(res.num_gpus)
     actors = node.stateful or gpu
@@ -157,14 +164,15 @@ def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int) -> RayStage:
         num_gpus=res.num_gpus or None,
         memory=res.memory,
         concurrency=res.concurrency,
+        keeps=tuple((keep or {}).get(s.index) for s in node.steps),
     )
 
 
-def _single(node, plan: LogicalPlan, number: int) -> RayStage:
-    return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number)
+def _single(node, plan: LogicalPlan, number: int, keep: dict[int, frozenset[str] | None] | None = None) -> RayStage:
+    return _lower_stage(FusedMap(steps=(node,), resources=node.resources, engine=node.engine), plan, number, keep)
 
 
-def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
+def _lower_global(node: Shuffle, plan: LogicalPlan, number: int, keep: dict[int, frozenset[str] | None] | None = None) -> RayGlobal:
     from dataflow.engines.ray.global_ops import describe_shuffle
 
     distributed = node.op.bucketing is not None
@@ -184,7 +192,8 @@ def _lower_global(node: Shuffle, plan: LogicalPlan, number: int) -> RayGlobal:
 
 def _lower_write(node: Write, plan: LogicalPlan) -> RayWrite:
     s = node.sink
-    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out)
+    return RayWrite(sink=s, rows_per_file=s.rows_per_file or DEFAULT_ROWS_PER_FILE, max_file_bytes=s.max_file_bytes or DEFAULT_MAX_FILE_BYTES, leaves_out=node.leaves_out, reads=node.reads,
+                    feeds=None if node.feeds is None else StepCall(index=node.feeds.index, op=node.feeds.op, params=node.feeds.params))
 
 
 _LOWER_STAGE = {FusedMap: _lower_stage, Map: _single, Filter: _single, FlatMap: _single, Shuffle: _lower_global}
@@ -198,6 +207,10 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
     """
     read = write = None
     stages = []
+    # The columns each step's output must keep: the others leave the batch there (not carried to later steps, the sink or a shuffle).
+    sink = next((n for n in plan.nodes if type(n) is Write), None)
+    steps = steps_of(plan.nodes)
+    keep = dict(zip((s.index for s in steps), needed_after(steps, sink.reads if sink else None)))
     for node in plan.nodes:
         if type(node) is Read:
             read = _lower_read(node, plan)
@@ -207,6 +220,6 @@ def compile_plan(plan: LogicalPlan) -> RayJob:
             lower = _LOWER_STAGE.get(type(node))
             if lower is None:
                 raise EngineCapabilityError("ray", f"plan node {type(node).__name__}")
-            stages.append(lower(node, plan, len(stages) + 1))
+            stages.append(lower(node, plan, len(stages) + 1, keep))
     inputs = tuple((side.name, compile_plan(replace(plan, nodes=side.nodes, inputs=()))) for side in plan.inputs)
     return RayJob(plan=plan, read=read, stages=tuple(stages), write=write, inputs=inputs)

@@ -18,6 +18,7 @@ The dedup ops declared with a ``bucketing`` (``@op(bucketing=...)``) lower to
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -52,6 +53,10 @@ def describe_shuffle(spec, params) -> str:
     if op == "table.join" and keys and getattr(params, "how", "inner") in BROADCAST_JOINS:
         return (f"a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
                 f"else groupby(partition).map_groups of both sides on hash({', '.join(keys)}), {parts}")
+    combine = op == "table.aggregate" and _two_phase(params) is not None
+    if combine:  # the map-side combine: partial states per block and group cross the shuffle, not the rows
+        into = f"hash({', '.join(keys)}), {parts}" if keys else "1 partition"
+        return f"partial aggregation per block (map-side combine) -> groupby(partition).map_groups of the states on {into}: merged per group"
     if keys:
         both = " of both sides (the named source too)" if op == "table.join" else ""
         return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
@@ -127,13 +132,21 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
     if stage.label == "table.aggregate" and not getattr(call.params, "keys", None):
         # Seeded: the one partition runs even over an input without blocks (one row, count 0).
-        return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
+        split = _two_phase(call.params)
+        if split is None:
+            return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
+        ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
+        return hash_shuffle([(ds, [])], 1, _MergeAggregate(stage, side, split), seed=True)
     keys: Any = list(getattr(call.params, stage.partition_by, None) or [])
     if stage.label == "table.dedup" and not keys:
         from dataflow.ops.table.dedup import dedup_keys
 
         keys = dedup_keys  # every user column: resolved from each block's columns
     parts = shuffle_partitions(partitions) if keys else 1
+    if stage.label == "table.aggregate" and (split := _two_phase(call.params)) is not None:
+        # Map-side combine: each block's partial states per group cross the shuffle, not its rows.
+        ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
+        return hash_shuffle([(ds, keys)], parts, _MergeAggregate(stage, side, split))
     if stage.label == "table.aggregate":  # only the columns it reads cross the shuffle
         ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
     if stage.label != "table.join":
@@ -146,6 +159,72 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     if call.params.how in BROADCAST_JOINS and (named[name].size_bytes() or 0) <= broadcast_bytes():
         return ds.map_batches(_BroadcastJoin(_PartitionOp(stage, side, name, schemas), named[name].to_arrow_refs()), batch_format=ARROW, batch_size=None)
     return hash_shuffle([(ds, keys), (named[name], keys)], parts, _PartitionOp(stage, side, name, schemas))
+
+
+def _two_phase(params):
+    """``table.aggregate``'s aggregations split into partial states and their merge, or None (see ``partial_aggregate``)."""
+    from dataflow.ops.table.partial_aggregate import two_phase
+    from dataflow.ops.table.sql import parse_aggregation
+
+    return two_phase({n: parse_aggregation(t) for n, t in params.aggregations.items()}, params.vars)
+
+
+def checkpoint_rows(ds, write, name: str, side: SideOutputs | None, routes=None):
+    """What a run's map phase writes to the checkpoint its global phase reads (``write.feeds``): an
+    aggregation's partial states per block and group where they split, else the columns it reads.
+
+    ``name``: the prefix of the partial step's stats files.
+    """
+    from dataflow.engines.ray.routed import Routed
+
+    call = write.feeds
+    split = _two_phase(call.params) if call is not None and call.op.name == "table.aggregate" else None
+    fn = _Keep(write.reads) if split is None else _PartialAggregate(name, call, side, split)
+    return ds.map_batches(fn if routes is None or split is None else Routed(routes, SOURCE, fn=fn), batch_format=ARROW, batch_size=None)
+
+
+class _PartialAggregate:
+    """Map: a block's partial aggregation states, one row per group; its rows count as the step's input rows.
+
+    A block of states already (read back from a run's checkpoint) passes unchanged.
+    """
+
+    def __init__(self, name: str, call, side: SideOutputs, split):
+        self.name, self.call, self.side, self.split = name, call, side, split
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        from dataflow.runtime.stage import StepStats
+
+        if self.split.holds_states(block):
+            return block
+        start = time.perf_counter()
+        keys = list(self.call.params.keys or [])
+        out = self.split.partial_rows(block, keys) if block.num_rows else pa.table({})
+        sources = block.column(SOURCE) if SOURCE in block.column_names else []
+        st = StepStats(rows_in=block.num_rows, seconds=time.perf_counter() - start)
+        self.side.write(f"{self.name}-partial", batch_key(sources), [], {self.call.index: st})
+        return out
+
+
+class _MergeAggregate(_PartitionOp):
+    """Per partition: merge the partial states of each group into its aggregations (rows out counted here)."""
+
+    def __init__(self, stage, side: SideOutputs, split):
+        super().__init__(stage, side, None)
+        self.split = split
+
+    def __call__(self, part: int, states: pa.Table | None) -> pa.Table:
+        from dataflow.runtime.stage import StepStats
+
+        keys = list(self.stage.call.params.keys or [])
+        if states is None or states.num_rows == 0:
+            return pa.table({}) if keys else self._no_rows()
+        start = time.perf_counter()
+        out = self.split.merged_rows(states, keys)
+        sources = states.column(SOURCE) if SOURCE in states.column_names else []
+        st = StepStats(rows_out=out.num_rows, seconds=time.perf_counter() - start)
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(sources), [], {self.stage.call.index: st})
+        return out
 
 
 def _aggregate_reads(params) -> frozenset[str]:

@@ -81,8 +81,8 @@ class StageFn:
     def __call__(self, batch: pa.Table) -> Columns | pa.Table:
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
-            self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus))
-        key = batch_key(batch.column(SOURCE).to_pylist() if SOURCE in batch.column_names else [])
+            self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus), keeps=list(self.stage.keeps) or None)
+        key = batch_key(batch.column(SOURCE) if SOURCE in batch.column_names else [])
         # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
         out, errors, stats = self._executor.run(batch if plain_arrow(batch) else from_arrow(batch))
         self.side.write(self.stage.name, key, errors, stats)
@@ -286,6 +286,10 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
+    if job.write is not None and job.write.reads is not None:  # a checkpoint: only what the global phase reads
+        from dataflow.engines.ray.global_ops import checkpoint_rows
+
+        ds = checkpoint_rows(ds, job.write, f"stage-{len(job.stages) + 1}", side, routes)
     return ds
 
 

@@ -87,7 +87,7 @@ def duckdb_columns(columns: dict[str, str], params: dict[str, Any] | None) -> di
         js = duckdb_sql(tree.expressions[0], params)
         paths = ", ".join("'" + ('$."' + f.name.replace('"', '\\"') + '"').replace("'", "''") + "'" for f in tree.expressions[1:])
         hidden = f"{HIDDEN}{k}"
-        out[hidden] = f"CASE WHEN json_valid({js}) THEN json_extract_string({js}, [{paths}]) END"
+        out[hidden] = f"try(json_extract_string({js}, [{paths}]))"  # NULL for text that is not JSON; parsed once (json_valid would parse it twice)
         out.update({name: f'"{hidden}"[{i + 1}]' for i, name in enumerate(names)})
     return out
 

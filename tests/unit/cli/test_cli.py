@@ -156,7 +156,7 @@ sources: {labels: {uri: /l.csv, format: csv}}
 steps:
   - {op: table.join, params: {right: labels, keys: [link], how: left}}
   - {op: table.aggregate, params: {keys: [link], aggregations: {n: "count(*)"}}}
-  - {op: table.aggregate, params: {aggregations: {n: "count(*)"}}}
+  - {op: table.aggregate, params: {aggregations: {n: "count(DISTINCT link)"}}}
 sink: {uri: /o}
 """
     result = CliRunner().invoke(cli, ["explain", _write(tmp_path, text)])
@@ -165,7 +165,8 @@ sink: {uri: /o}
     assert shuffles == [
         "shuffle: a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
         "else groupby(partition).map_groups of both sides on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
-        "shuffle: groupby(partition).map_groups on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
+        "shuffle: partial aggregation per block (map-side combine) -> groupby(partition).map_groups of the states on hash(link), "
+        "P partitions (--shuffle-partitions; default 2 per CPU): merged per group",
         "shuffle: groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)",
     ]
     assert "gathered at the driver" not in result.output

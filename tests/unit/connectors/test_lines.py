@@ -4,6 +4,8 @@ from __future__ import annotations
 import io
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from connectors.formats import BadRecord
 from connectors.registry import line_reader
@@ -62,6 +64,22 @@ def test_text_blocks_give_the_rows_and_bad_lines_of_the_line_reader(data, skip_e
         for it in items:
             out += it.to_pylist() if isinstance(it, pa.Table) else [it if isinstance(it, dict) else (it.source, it.error_type)]
         return out
+
+    monkeypatch.setattr(L, "_BLOCK", block)
+    opts = {"split": "line", "skip_empty": skip_empty}
+    assert flat(L.read_text_blocks("f", io.BytesIO(data), opts)) == flat(L.read_text("f", io.BytesIO(data), opts))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.lists(st.sampled_from([b"a", b"\n", b"\r", b" ", b"\xff", "\u00e9".encode(), b'{"k": 1}', b"\x0b"]), max_size=30).map(b"".join),
+       block=st.integers(1, 12), skip_empty=st.booleans())
+def test_text_blocks_equal_the_line_reader_on_drawn_bytes(data, block, skip_empty, monkeypatch):
+    import pyarrow as pa
+
+    from connectors.formats import lines as L
+
+    def flat(items):
+        return [r for it in items for r in (it.to_pylist() if isinstance(it, pa.Table) else [it if isinstance(it, dict) else (it.source, it.error_type)])]
 
     monkeypatch.setattr(L, "_BLOCK", block)
     opts = {"split": "line", "skip_empty": skip_empty}

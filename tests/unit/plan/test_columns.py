@@ -38,3 +38,16 @@ def test_expressions_and_named_columns_keep_what_they_read():
     after_parse, after_with, _ = _needed(*steps)
     assert after_parse == {"rx", "tx", "__source__", "twice"} and after_with == {"twice", "__source__"}
     assert _needed(PARSE, ("table.select", {"columns": ["link", "rx"]}))[0] == {"link", "rx", "__source__"}
+
+
+def test_the_global_phase_checkpoint_holds_what_the_rest_of_the_run_reads():
+    from dataflow.plan.phases import split_at_global
+
+    p = dataflow.read("/d", format="text", name="t", split="line")
+    p = p.apply(PARSE[0], **PARSE[1]).apply("table.aggregate", keys=["link"], aggregations={"n": "count(*)", "hi": "max(rx)"})
+    plan = build_plan(p.write("/o").with_engine("ray").spec)
+    head, tail = split_at_global(plan, "/o/_staged")
+    checkpoint = head.nodes[-1]
+    assert {"link", "rx", "__source__"} <= checkpoint.reads and not checkpoint.reads & {"text", "ts", "tx"}
+    assert checkpoint.feeds is tail.nodes[1] and checkpoint.feeds.op.name == "table.aggregate"
+    assert needed_after([n for n in head.nodes if isinstance(n, Step)], checkpoint.reads) == [checkpoint.reads]

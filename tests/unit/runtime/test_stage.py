@@ -152,3 +152,14 @@ def test_a_numpy_step_after_an_arrow_step_gets_columns_and_the_call_returns_colu
     assert [e.source for e in errors] == ["b"]
     cols, _, _ = ex({"__source__": np.array(["x"], dtype=object), "bytes": np.array([encode(gradient(8, 8), "PNG")], dtype=object)})
     assert isinstance(cols, dict) and cols["image"][0].shape == (8, 8, 3)
+
+
+def test_columns_no_later_step_reads_leave_the_batch_after_the_step():
+    import pyarrow as pa
+
+    batch = pa.table({"__source__": ["a", "b"], "text": ['{"x": 1, "y": 2}', '{"x": 3, "y": 4}'], "other": [1, 2]})
+    calls = [StepCall(0, "table.with_columns", {"columns": {"(x, y)": "json_tuple(text, 'x', 'y')"}}),
+             StepCall(1, "table.with_columns", {"columns": {"z": "cast(x AS int) * 2"}})]
+    out, _, stats = StageExecutor(calls, keeps=[frozenset({"__source__", "x"}), None]).run(batch)
+    assert out.column_names == ["__source__", "x", "z"] and out.column("z").to_pylist() == [2, 6]
+    assert (stats[0].rows_in, stats[0].rows_out, stats[1].rows_out) == (2, 2, 2)

@@ -68,3 +68,15 @@ def test_a_named_source_chain_is_checked_without_read_or_sink():
 def test_a_step_without_counters_is_not_compared_with_its_neighbours():
     chain = [READ, Counted(0, "steps[0] (a)"), Counted(1, "steps[1] (b)")]
     assert balance_problems([chain], {-1: _st(5, 5), 1: _st(3, 3)}, rows_written=3) == []
+
+
+def test_an_arrow_column_of_sources_names_its_batch_as_the_same_values_in_a_list():
+    import pyarrow as pa
+
+    from dataflow.runtime.stats import batch_key
+
+    values = ["f.jsonl#line=1", "\u00e9\u20ac", None, "", "x\0y"] * 3
+    columns = [pa.array(values), pa.array(values, pa.large_string()), pa.chunked_array([values[:4], values[4:]]), pa.array(values).slice(2, 7),
+               pa.array([], pa.string()), pa.chunked_array([], pa.string())]
+    assert [batch_key(c) for c in columns] == [batch_key(c.to_pylist()) for c in columns]
+    assert batch_key(pa.array(["a", "b"])) != batch_key(pa.array(["ab"]))

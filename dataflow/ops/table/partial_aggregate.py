@@ -1,0 +1,119 @@
+"""Aggregations in two phases: a partial state per block, merged per group after the shuffle.
+
+This is the map-side combine Spark runs before its shuffle: only the states (a few rows per block
+and group) cross it, not the rows. An aggregation splits when every aggregate function in it has a
+state that merges exactly: ``count``, ``count_if``, ``sum``, ``min`` and ``max`` (each its own),
+``avg``/``mean`` (a sum and a count) and ``percentile_approx`` (its values as a list, so the merged
+answer is the one-phase answer). Others (``count(DISTINCT x)``, ``collect_list``, ``slope``,
+``stddev_samp``, ``FILTER (WHERE ...)``, ...) do not split: their rows cross the shuffle.
+
+Examples:
+    >>> from dataflow.ops.table.sql import parse_aggregation
+    >>> split = two_phase({"n": parse_aggregation("count(*)"), "m": parse_aggregation("avg(x)")})
+    >>> sorted(split.merge)
+    ['m', 'n']
+    >>> two_phase({"d": parse_aggregation("count(DISTINCT x)")}) is None
+    True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from dataflow.columns import SOURCE
+from dataflow.ops.table import duck
+from dataflow.ops.table.sql import EXTRA_AGGREGATES, duckdb_sql
+
+__all__ = ["TwoPhase", "two_phase"]
+
+_STATE = "__df_state"
+_MERGED = "__df_merged"
+_OWN = (exp.Count, exp.CountIf, exp.Sum, exp.Min, exp.Max)
+_LOSSY = (exp.Filter, exp.Window, exp.Distinct)
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """An aggregation split in two: ``partial`` (state column -> DuckDB aggregate over rows), ``merge`` (output -> over states)."""
+
+    partial: dict[str, str]
+    merge: dict[str, str]
+
+    def holds_states(self, table: pa.Table) -> bool:
+        """Whether ``table`` holds this split's partial states already (a checkpoint of them), not rows."""
+        return all(name in table.column_names for name in self.partial)
+
+    def partial_rows(self, table: pa.Table, keys: list[str]) -> pa.Table:
+        """One state row per group of ``table`` (none for no rows); the group's smallest ``__source__`` kept."""
+        extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in table.column_names else {}
+        out = duck.aggregate(table, keys, self.partial, extra)
+        return out if table.num_rows else out.slice(0, 0)
+
+    def merged_rows(self, states: pa.Table, keys: list[str]) -> pa.Table:
+        """One row per group of the state rows: the keys, each aggregation, then ``__source__``."""
+        extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in states.column_names else {}
+        return duck.aggregate(states, keys, self.merge, extra)
+
+
+def _is_aggregate(node: exp.Expression) -> bool:
+    return isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous) and node.name.lower() in EXTRA_AGGREGATES)
+
+
+def _states(node: exp.Expression, first: int, params: dict[str, Any]) -> tuple[dict[str, str], str] | None:
+    """The state columns (numbered from ``first``) of one aggregate call and the DuckDB SQL that merges them; None: no exact merge."""
+    s = f"{_STATE}{first}"
+    q = duck.quoted(s)
+    if isinstance(node, _OWN):
+        own = duckdb_sql(node.copy(), params)
+        if isinstance(node, (exp.Count, exp.CountIf)):
+            return {s: own}, f"CAST(sum({q}) AS BIGINT)"
+        return {s: own}, f"{type(node).__name__.lower()}({q})"
+    if isinstance(node, exp.Avg) or (isinstance(node, exp.Anonymous) and node.name.lower() == "mean" and len(node.expressions) == 1):
+        x = duckdb_sql((node.this if isinstance(node, exp.Avg) else node.expressions[0]).copy(), params)
+        c = f"{_STATE}{first + 1}"
+        return {s: f"sum({x})", c: f"count({x})"}, f"CAST(sum({q}) AS DOUBLE) / nullif(sum({duck.quoted(c)}), 0)"
+    if isinstance(node, exp.ApproxQuantile):
+        x, p = duckdb_sql(node.this.copy(), params), duckdb_sql(node.args["quantile"].copy(), params)
+        return {s: f"list({x})"}, f"list_aggregate(flatten(list({q})), 'quantile_disc', {p})"
+    return None
+
+
+def two_phase(aggregations: dict[str, exp.Expression], params: dict[str, Any] | None = None) -> TwoPhase | None:
+    """Split parsed aggregations (``sql.parse_aggregation``) into partial states and their merge; None when one does not split.
+
+    Args:
+        aggregations: Output name -> parsed Spark aggregation.
+        params: Values for ``:var`` markers.
+    """
+    params = params or {}
+    partial: dict[str, str] = {}
+    merge: dict[str, str] = {}
+    for name, tree in aggregations.items():
+        tree = tree.copy()
+        if any(isinstance(n, _LOSSY) for n in tree.walk()):
+            return None
+        calls = [n for n in tree.walk() if _is_aggregate(n)]
+        if any(_is_aggregate(a) for c in calls for a in c.walk() if a is not c):
+            return None  # an aggregate inside another: not an aggregation Spark accepts
+        merged: dict[str, str] = {}
+        for call in calls:
+            split = _states(call, len(partial), params)
+            if split is None:
+                return None
+            states, sql = split
+            partial.update(states)
+            marker = f"{_MERGED}{len(merged)}"
+            merged[duck.quoted(marker)] = sql
+            placeholder = exp.column(marker, quoted=True)
+            if call is tree:
+                tree = placeholder
+            else:
+                call.replace(placeholder)
+        text = duckdb_sql(tree, params)
+        for marker, sql in merged.items():
+            text = text.replace(marker, f"({sql})")
+        merge[name] = text
+    return TwoPhase(partial=partial, merge=merge)
