@@ -44,7 +44,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 KINDS = ("stream", "per-shard", "ray-data")
-TEMP = "/tmp/dataflow-overhead-ray"
+TEMP = os.environ.get("DATAFLOW_OVERHEAD_TEMP", "/tmp/dataflow-overhead-ray")  # one per benchmark run side by side: the end kills what runs under it
 
 
 def _free_port() -> int:
@@ -167,7 +167,6 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
         run_shards(self, *args, **kwargs)
         marks.append(time.monotonic())
 
-    import connectors.registry
     import dataflow.runner
 
     listing = []  # driver time spent listing and fingerprinting the inputs (per-file driver cost)
@@ -182,7 +181,7 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
         return call
 
     Progress.stage, RayEngine.execute_shards = timed_stage, timed_shards
-    connectors.registry.list_source, dataflow.runner.input_fingerprint = timed(connectors.registry.list_source), timed(dataflow.runner.input_fingerprint)
+    dataflow.runner._list_inputs = timed(dataflow.runner._list_inputs)  # the listing and the fingerprint (from the listing's entries)
     options = {"files_per_shard": files_per_shard} if files_per_shard else {}
     spec = parse_pipeline({"name": "overhead", "engine": "ray", "source": {"uri": src, "format": "jsonl", "options": options},
                            "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 5"}}, {"op": "table.with_columns", "params": {"columns": {"m": "n * 2"}}}],
