@@ -235,7 +235,9 @@ def build_dataset(
         # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
         items = listing_items(files, storage_options, cache)
         per_task = FILES_PER_TASK if routes is None else _files_per_task(len(items), routes)
-        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items), routes))
+        # A block per read task (a put each at the driver); a WebDataset shard is a task of its own.
+        blocks = _blocks(len(items), routes) if source.format == "webdataset" else max(1, -(-len(items) // per_task))
+        ds = ray.data.from_items(items, override_num_blocks=blocks)
         if source.format == "webdataset" or source.format in LINE_FORMATS:
             reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
             ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **_apart(routes))
