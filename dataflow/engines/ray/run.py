@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, SQL_BATCH_SIZE, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
@@ -25,7 +25,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 if TYPE_CHECKING:
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["build_dataset", "stream_written"]
+__all__ = ["build_dataset", "stream_concurrency", "stream_fused", "stream_written"]
 
 READ_STEP = -1
 NAMED_READ_STEP = -2  # bad records of named sources (a join's right side)
@@ -118,7 +118,8 @@ class ShardWriter:
         key = batch_key(batch[SOURCE])
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
         batch = {k: v for k, v in batch.items() if k not in left_out}
-        parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
+        per_file = self.job.write.rows_per_file  # a batch may hold more rows (a streamed run's writers take whole blocks)
+        parts = [p for i in range(0, n, per_file) for p in _split_by_bytes(take(batch, np.arange(i, min(i + per_file, n))) if n > per_file else batch, self.job.write.max_file_bytes)]
         local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
         before = io_counters()
@@ -240,13 +241,13 @@ def build_dataset(
         ds = ray.data.from_items(items, override_num_blocks=blocks)
         if source.format == "webdataset" or source.format in LINE_FORMATS:
             reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
-            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **_apart(routes))
+            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **stream_concurrency(routes))
         else:
             fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
             ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task)
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = _routed(ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache), routes, "uri" if job.read.parse == "parquet" else "path")
-        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **_apart(routes))
+        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **stream_concurrency(routes))
     return _run_stages(job, ds, side, storage_options, cache, partitions, routes)
 
 
@@ -262,12 +263,29 @@ def _files_per_task(files: int, routes: ShardRoutes) -> int:
     return max(1, min(routes.smallest, max(FILES_PER_TASK, -(-files // int(4 * max(1.0, cluster_cpus()))))))
 
 
-def _apart(routes: ShardRoutes | None) -> dict[str, Any]:
-    """Keep a streamed run's read and writers apart from its stages: fused, Ray Data bundles a task's
-    input by the largest batch of the chain, so the read would take as many files per task as the
-    writers take rows (one task for a run of up to ``rows_per_file`` files) and the stages as many
-    rows. Ray Data fuses task stages only of the same ``concurrency``: these get two tasks per CPU."""
+def stream_concurrency(routes: ShardRoutes | None) -> dict[str, Any]:
+    """The ``concurrency`` of a streamed run's read and writers (two tasks per CPU; nothing for one shard).
+
+    Ray Data fuses task operators only of the same ``concurrency``, and a fused chain bundles its
+    input by the largest batch in it: a read fused with writers of ``rows_per_file`` rows would
+    take that many *files* per task. So stages and writers share the read's concurrency (fuse into
+    one task per read bundle) only where they take the read's blocks as they come
+    (:func:`stream_fused`); otherwise they stay apart, and the stages' batches span read tasks.
+    """
     return {} if routes is None else {"concurrency": max(2, int(2 * cluster_cpus()))}
+
+
+def stream_fused(job: RayJob) -> bool:
+    """Whether a streamed run is one task chain: a line-format read, task stages of the default table batch, the writers.
+
+    Then the stages and the writers take the read's blocks as they come (the writers cut files of
+    ``rows_per_file`` rows), and Ray runs the chain as one task per read bundle
+    (``_files_per_task``): no object-store hop between the read and the writers, and no bundle
+    that waits for rows of several read tasks.
+    """
+    return job.read.source.format in LINE_FORMATS and all(
+        isinstance(s, RayStage) and s.compute == "tasks" and s.batch_size == SQL_BATCH_SIZE and s.concurrency is None for s in job.stages
+    )
 
 
 def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool = False) -> Any:
@@ -287,6 +305,8 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
         elif stage.compute == "actors":
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
+            if routes is not None and stream_fused(job):
+                kwargs = {**kwargs, "batch_size": None, **stream_concurrency(routes)}  # the read's blocks, fused with it
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
     return ds
 
