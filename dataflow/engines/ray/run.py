@@ -264,13 +264,11 @@ def _files_per_task(files: int, routes: ShardRoutes) -> int:
 
 
 def stream_concurrency(routes: ShardRoutes | None) -> dict[str, Any]:
-    """The ``concurrency`` of a streamed run's read and writers (two tasks per CPU; nothing for one shard).
+    """The ``concurrency`` of a streamed run's read and writers: two tasks per CPU (nothing for one shard).
 
-    Ray Data fuses task operators only of the same ``concurrency``, and a fused chain bundles its
-    input by the largest batch in it: a read fused with writers of ``rows_per_file`` rows would
-    take that many *files* per task. So stages and writers share the read's concurrency (fuse into
-    one task per read bundle) only where they take the read's blocks as they come
-    (:func:`stream_fused`); otherwise they stay apart, and the stages' batches span read tasks.
+    Ray Data fuses task operators only of the same ``concurrency``, and bundles a fused chain's input
+    by its largest batch (writers of ``rows_per_file`` rows would take that many *files* per task):
+    stages and writers share it only where they take the read's blocks as they come (:func:`stream_fused`).
     """
     return {} if routes is None else {"concurrency": max(2, int(2 * cluster_cpus()))}
 
