@@ -244,11 +244,12 @@ def build_dataset(
             ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **stream_concurrency(routes))
         else:
             fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
-            ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task)
+            ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task, **stream_concurrency(routes))
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = _routed(ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache), routes, "uri" if job.read.parse == "parquet" else "path")
         ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **stream_concurrency(routes))
-    return _run_stages(job, ds, side, storage_options, cache, partitions, routes)
+    fused = per_task if routes is not None and stream_fused(job) else None
+    return _run_stages(job, ds, side, storage_options, cache, partitions, routes, fused)
 
 
 def _blocks(items: int, routes: ShardRoutes | None) -> int:
@@ -274,24 +275,22 @@ def stream_concurrency(routes: ShardRoutes | None) -> dict[str, Any]:
 
 
 def stream_fused(job: RayJob) -> bool:
-    """Whether a streamed run is one task chain: a line-format read, task stages of the default table batch, the writers.
+    """Whether a streamed run is one task chain: a read of whole files, task stages (no pool, no concurrency of their own), the writers.
 
-    Then the stages and the writers take the read's blocks as they come (the writers cut files of
-    ``rows_per_file`` rows), and Ray runs the chain as one task per read bundle
-    (``_files_per_task``): no object-store hop between the read and the writers, and no bundle
-    that waits for rows of several read tasks.
+    Ray then runs it as a task per read bundle (``_files_per_task`` files): no object-store hop, no
+    bundle waiting on several read tasks. Table stages take the read's blocks, others at most a read
+    task's files a batch; the writers cut files of ``rows_per_file`` rows.
     """
-    return job.read.source.format in LINE_FORMATS and all(
-        isinstance(s, RayStage) and s.compute == "tasks" and s.batch_size == SQL_BATCH_SIZE and s.concurrency is None for s in job.stages
-    )
+    return job.read.reader == "files" and all(isinstance(s, RayStage) and s.compute == "tasks" and s.concurrency is None for s in job.stages)
 
 
 def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool = False) -> Any:
     return fn if routes is None else Routed(routes, key, fn=fn, tag=tag)
 
 
-def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None, routes: ShardRoutes[ShardPlace] | None = None):
-    """The job's stages (and named sources) over the read rows ``ds``."""
+def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None,
+                routes: ShardRoutes[ShardPlace] | None = None, fused: int | None = None):
+    """The job's stages (and named sources) over the read rows ``ds``; ``fused``: the files per read task of a fused stream."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
     for stage in job.stages:
         if isinstance(stage, RayGlobal):
@@ -303,8 +302,8 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
         elif stage.compute == "actors":
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
-            if routes is not None and stream_fused(job):
-                kwargs = {**kwargs, "batch_size": None, **stream_concurrency(routes)}  # the read's blocks, fused with it
+            if fused:  # with the read: table stages take its blocks as they come, others at most a read task's files per batch
+                kwargs = {**kwargs, **stream_concurrency(routes), "batch_size": None if stage.batch_size == SQL_BATCH_SIZE else min(stage.batch_size, fused)}
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
     return ds
 

@@ -7,10 +7,10 @@ does. The Dataset runs with ``preserve_order``: the writers' results reach the d
 order, so once a result of shard ``k`` arrives every shard before ``k`` is complete, and the
 runner stages (commits) it while the stream goes on. A killed run resumes from those shards.
 
-A line-format source with only task stages of the default table batch runs as one task chain
-(``run.stream_fused``): the read, the stages and the writers fused, a task per read bundle, the
-writers cutting whole blocks into files of ``rows_per_file`` rows. Otherwise the stages and the
-writers stay apart from the read (``run.stream_concurrency``).
+A run of whole-file reads and task stages only is one task chain (``run.stream_fused``): the
+read, the stages and the writers fused, a task per read bundle, the writers cutting whole blocks
+into files of ``rows_per_file`` rows. Otherwise (actor pools, Parquet row groups, WebDataset
+shards) the stages and the writers stay apart from the read (``run.stream_concurrency``).
 
 Runs the stream cannot do go through ``Engine.execute_shards`` (one Dataset per shard): a single
 shard, global steps, named sources, in-memory sources and sources whose lineage is kept.

@@ -17,5 +17,9 @@ def test_a_line_source_with_table_steps_is_one_task_chain(tmp_path):
     assert stream_fused(_job("jsonl", steps, tmp_path))
 
 
-def test_media_batches_keep_the_stages_apart_from_the_read(tmp_path):
-    assert not stream_fused(_job("image", [{"op": "image.decode"}, {"op": "image.resize", "params": {"max_side": 64}}], tmp_path))
+def test_an_image_source_with_task_stages_is_one_task_chain(tmp_path):
+    assert stream_fused(_job("image", [{"op": "image.decode"}, {"op": "image.resize", "params": {"max_side": 64}}], tmp_path))
+
+
+def test_parquet_row_groups_keep_the_stages_apart_from_the_read(tmp_path):
+    assert not stream_fused(_job("parquet", [{"op": "table.filter_rows", "params": {"where": "n >= 5"}}], tmp_path))
