@@ -16,7 +16,7 @@ cluster is a head plus ``--nodes`` - 1 workers, each ``ray start --num-cpus=1`` 
 its own ports, all under one ``--temp-dir``; every Ray it starts is stopped at the end. Rounds
 alternate the contenders; medians (min-max) are printed, then the model: on ``N`` nodes of ``C``
 CPUs, work per file ``w`` (measured, per CPU), dataflow's driver costs per shard ``s`` (staging
-and marker) and per file ``d`` (listing, fingerprint), its task-side cost per file ``o``, shards
+and marker) and per file ``d`` (listing, fingerprint: a second, warm listing), its task-side cost per file ``o``, shards
 sized as ``make_shards`` does (>= 8 files per CPU), commits overlapping the stream:
 
     overhead(N) = (fixed + d F + s + max(0, S s - W) + o F / (C N)) / (W + that),  W = w F / (C N)
@@ -44,7 +44,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 KINDS = ("stream", "per-shard", "ray-data")
-TEMP = "/tmp/dataflow-overhead-ray"
+TEMP = os.environ.get("DATAFLOW_OVERHEAD_TEMP", "/tmp/dataflow-overhead-ray")  # one per benchmark run side by side: the end kills what runs under it
 
 
 def _free_port() -> int:
@@ -167,7 +167,6 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
         run_shards(self, *args, **kwargs)
         marks.append(time.monotonic())
 
-    import connectors.registry
     import dataflow.runner
 
     listing = []  # driver time spent listing and fingerprinting the inputs (per-file driver cost)
@@ -182,7 +181,8 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
         return call
 
     Progress.stage, RayEngine.execute_shards = timed_stage, timed_shards
-    connectors.registry.list_source, dataflow.runner.input_fingerprint = timed(connectors.registry.list_source), timed(dataflow.runner.input_fingerprint)
+    list_inputs = dataflow.runner._list_inputs
+    dataflow.runner._list_inputs = timed(list_inputs)  # the listing and the fingerprint (from the listing's entries)
     options = {"files_per_shard": files_per_shard} if files_per_shard else {}
     spec = parse_pipeline({"name": "overhead", "engine": "ray", "source": {"uri": src, "format": "jsonl", "options": options},
                            "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 5"}}, {"op": "table.with_columns", "params": {"columns": {"m": "n * 2"}}}],
@@ -191,9 +191,12 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
     report = run_pipeline(spec, RunOptions(progress=False, stream_shards=kind == "stream"))
     wall = time.monotonic() - start
     begin, commits, end = marks[0], marks[1:-1], marks[-1]
+    t = time.monotonic()
+    list_inputs(src, "jsonl", options, {})  # again, warm: the per-file part of the listing, without its first imports
+    warm = time.monotonic() - t
     return {"wall": wall, "rows": report.rows_out, "shards": len(commits), "cpus": ray.cluster_resources().get("CPU"),
             "first": commits[0] - begin, "later": [b - a for a, b in zip(commits, commits[1:])], "stage_s": spans,
-            "outside_stream": wall - (end - begin), "listing": sum(listing)}
+            "outside_stream": wall - (end - begin), "listing": sum(listing), "listing_warm": warm}
 
 
 def _run_child(kind: str, address: str, src: pathlib.Path, out: pathlib.Path, files_per_shard: int | None, warm: bool = False) -> dict:
@@ -217,8 +220,8 @@ def model(results: dict, files: int, model_files: int, cpus_per_node: int = 16) 
     ray_wall = statistics.median(r["wall"] for r in runs["ray-data"])
     w = ray_wall * cpus / files  # CPU-seconds of pure work per file
     s = statistics.median(x for r in runs["stream"] for x in r["stage_s"])  # driver seconds per shard commit
-    d = statistics.median(r["listing"] for r in runs["stream"]) / files  # driver seconds per input file: listing, fingerprint
-    fixed = statistics.median(r["outside_stream"] - r["listing"] for r in runs["stream"])  # plan, imports, final commit, report
+    d = statistics.median(r.get("listing_warm", r["listing"]) for r in runs["stream"]) / files  # driver seconds per input file: listing, fingerprint
+    fixed = statistics.median(r["outside_stream"] - d * files for r in runs["stream"])  # plan, imports (the listing's too), final commit, report
     in_stream = statistics.median(r["wall"] - r["outside_stream"] for r in runs["stream"])
     o = max(0.0, in_stream - ray_wall) * cpus / files  # task-side seconds per file (counters, routing), parallel
     lines = [f"model (fit at {nodes} node(s), {cpus:.0f} CPUs): work w={w * 1e3:.2f} ms/file/CPU, task-side o={o * 1e3:.2f} ms/file/CPU, "

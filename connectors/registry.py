@@ -35,6 +35,7 @@ __all__ = [
     "line_reader",
     "list_files",
     "list_source",
+    "list_source_entries",
     "open_lines",
     "parse_size",
     "parquet_parts",
@@ -292,10 +293,18 @@ def list_files(uri: str, fmt: str, options: dict[str, Any], storage_options: dic
 
 def list_source(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None = None) -> tuple[list[str], dict[str, int]]:
     """Return a source's sorted input URIs and the files its extension filter skipped (extension -> count)."""
+    entries, skipped = list_source_entries(uri, fmt, options, storage_options)
+    return [u for u, _ in entries], skipped
+
+
+def list_source_entries(
+    uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, int]]:
+    """As :func:`list_source`, with each input's listing entry (size, mtime or ETag: one listing call, no request per file)."""
     from connectors.listing import list_source as _list
 
     entries, skipped = _list(filesystem(uri, storage_options), uri, strip_scheme(uri), fmt, options)
-    return [u for u, _ in entries], skipped
+    return entries, skipped
 
 
 def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None) -> list[tuple[int, int, int]]:

@@ -100,7 +100,7 @@ def run_pipeline(
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, list_source, parquet_schema, storage_traits, strip_scheme
+    from connectors.registry import filesystem, parquet_schema, storage_traits, strip_scheme
     from dataflow.plan.input_types import check_input_types
 
     logical, optimized, engine, job = compile_pipeline(spec)
@@ -117,9 +117,9 @@ def run_pipeline(
     with ThreadPoolExecutor(max_workers=1) as lister:
         from dataflow.runtime.held import held_listing, held_schema  # zerocopy hook: an in-memory source is its one input
 
-        listing = lister.submit(held_listing if source.in_memory else list_source, source.uri, source.format, source.options, storage)
+        listing = lister.submit(held_listing if source.in_memory else _list_inputs, source.uri, source.format, source.options, storage)
         engine.start(options)  # on this (the main) thread, while the inputs are listed
-        inputs, skipped = listing.result()
+        inputs, skipped, fingerprint = listing.result()
     schema = (held_schema(source.uri) if source.in_memory else parquet_schema(inputs[0], storage)) if source.format == "parquet" and inputs else None
     if schema is not None:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, schema)
@@ -132,7 +132,7 @@ def run_pipeline(
     progress = Progress(fs, layout.root)
     state = {
         "pipeline_hash": pipeline_hash(spec),
-        "input_fingerprint": source.uri if source.in_memory else input_fingerprint(filesystem(source.uri, storage), [strip_scheme(i) for i in inputs]),
+        "input_fingerprint": fingerprint,
         "shards": len(shards),
         "skipped": skipped,  # files the extension filter left out, for the report
         # Storage options may hold credentials: they are never written (commit reads them from env).
@@ -165,6 +165,14 @@ def run_pipeline(
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
+
+
+def _list_inputs(uri: str, fmt: str, options: dict[str, Any], storage: dict[str, Any]) -> tuple[list[str], dict[str, int], str]:
+    """A source's sorted inputs, the files its filter skipped, and the inputs' fingerprint (from the listing's sizes and versions)."""
+    from connectors.registry import list_source_entries, strip_scheme
+
+    entries, skipped = list_source_entries(uri, fmt, options, storage)
+    return [u for u, _ in entries], skipped, input_fingerprint((strip_scheme(u), info) for u, info in entries)
 
 
 def _shard_context(

@@ -51,10 +51,10 @@ def held(uri: str) -> Any:
         raise RunError(f"source '{uri}': the in-memory rows are held by the process that made them (from_pandas, from_ray, ...), not this one") from None
 
 
-def held_listing(uri: str, *_: Any) -> tuple[list[str], dict[str, Any]]:
-    """The runner's listing of an in-memory source: the source itself is its one input (one shard)."""
+def held_listing(uri: str, *_: Any) -> tuple[list[str], dict[str, Any], str]:
+    """The runner's listing of an in-memory source: the source itself is its one input (one shard) and its fingerprint."""
     held(uri)
-    return [uri], {}
+    return [uri], {}, uri
 
 
 def release(uri: str) -> None:

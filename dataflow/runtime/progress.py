@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,11 +76,14 @@ def make_shards(
     return [Shard(i, count, tuple(inputs[i * per : (i + 1) * per])) for i in range(count)]
 
 
-def input_fingerprint(fs, paths: list[str]) -> str:
-    """A hash of every input's name, size and version (ETag or modification time)."""
+def input_fingerprint(entries: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
+    """A hash of every input's name, size and version (ETag or modification time).
+
+    ``entries``: ``(path, listing entry)`` per input, the entries as the source's listing returned
+    them (fsspec ``ls``/``find`` with ``detail``): no request per file.
+    """
     h = hashlib.sha256()
-    for p in sorted(paths):
-        info = fs.info(p)
+    for p, info in sorted(entries, key=lambda e: e[0]):
         version = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or ""
         h.update(f"{p}\0{info.get('size')}\0{version}\n".encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:16]

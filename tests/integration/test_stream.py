@@ -76,6 +76,7 @@ def test_a_multi_shard_run_is_one_stream_that_commits_every_shard_with_its_own_c
     assert report.published and report.rows_out == sum(s[3] for s in staged)
     manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert len(manifest["shards"]) == FILES // PER_SHARD and manifest["rows_out"] == report.rows_out
+    assert all(f["rows"] <= 4 for f in manifest["files"]), "the fused writers keep to sink.rows_per_file"
 
 
 def test_a_single_shard_takes_the_per_shard_path(ray_local, corpus, tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, SQL_BATCH_SIZE, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
@@ -25,7 +25,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 if TYPE_CHECKING:
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["build_dataset", "stream_written"]
+__all__ = ["build_dataset", "stream_concurrency", "stream_fused", "stream_written"]
 
 READ_STEP = -1
 NAMED_READ_STEP = -2  # bad records of named sources (a join's right side)
@@ -118,7 +118,8 @@ class ShardWriter:
         key = batch_key(batch[SOURCE])
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
         batch = {k: v for k, v in batch.items() if k not in left_out}
-        parts = _split_by_bytes(batch, self.job.write.max_file_bytes)
+        per_file = self.job.write.rows_per_file  # a batch may hold more rows (a streamed run's writers take whole blocks)
+        parts = [p for i in range(0, n, per_file) for p in _split_by_bytes(take(batch, np.arange(i, min(i + per_file, n))) if n > per_file else batch, self.job.write.max_file_bytes)]
         local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
         before = io_counters()
@@ -235,17 +236,20 @@ def build_dataset(
         # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
         items = listing_items(files, storage_options, cache)
         per_task = FILES_PER_TASK if routes is None else _files_per_task(len(items), routes)
-        ds = ray.data.from_items(items, override_num_blocks=_blocks(len(items), routes))
+        # A block per read task (a put each at the driver); a WebDataset shard is a task of its own.
+        blocks = _blocks(len(items), routes) if source.format == "webdataset" else max(1, -(-len(items) // per_task))
+        ds = ray.data.from_items(items, override_num_blocks=blocks)
         if source.format == "webdataset" or source.format in LINE_FORMATS:
             reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
-            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **_apart(routes))
+            ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **stream_concurrency(routes))
         else:
             fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
-            ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task)
+            ds = ds.map_batches(fetch, batch_format="numpy", zero_copy_batch=False, batch_size=per_task, **stream_concurrency(routes))
     if source.format != "webdataset" and source.format not in LINE_FORMATS:
         adapter = _routed(ReadAdapter(prefix, job.read.parse, source.options, side, storage_options, cache), routes, "uri" if job.read.parse == "parquet" else "path")
-        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **_apart(routes))
-    return _run_stages(job, ds, side, storage_options, cache, partitions, routes)
+        ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **stream_concurrency(routes))
+    fused = per_task if routes is not None and stream_fused(job) else None
+    return _run_stages(job, ds, side, storage_options, cache, partitions, routes, fused)
 
 
 def _blocks(items: int, routes: ShardRoutes | None) -> int:
@@ -260,20 +264,33 @@ def _files_per_task(files: int, routes: ShardRoutes) -> int:
     return max(1, min(routes.smallest, max(FILES_PER_TASK, -(-files // int(4 * max(1.0, cluster_cpus()))))))
 
 
-def _apart(routes: ShardRoutes | None) -> dict[str, Any]:
-    """Keep a streamed run's read and writers apart from its stages: fused, Ray Data bundles a task's
-    input by the largest batch of the chain, so the read would take as many files per task as the
-    writers take rows (one task for a run of up to ``rows_per_file`` files) and the stages as many
-    rows. Ray Data fuses task stages only of the same ``concurrency``: these get two tasks per CPU."""
+def stream_concurrency(routes: ShardRoutes | None) -> dict[str, Any]:
+    """The ``concurrency`` of a streamed run's read and writers: two tasks per CPU (nothing for one shard).
+
+    Ray Data fuses task operators only of the same ``concurrency``, and bundles a fused chain's input
+    by its largest batch (writers of ``rows_per_file`` rows would take that many *files* per task):
+    stages and writers share it only where they take the read's blocks as they come (:func:`stream_fused`).
+    """
     return {} if routes is None else {"concurrency": max(2, int(2 * cluster_cpus()))}
+
+
+def stream_fused(job: RayJob) -> bool:
+    """Whether a streamed run is one task chain: a read of whole files, task stages (no pool, no concurrency of their own), the writers.
+
+    Ray then runs it as a task per read bundle (``_files_per_task`` files): no object-store hop, no
+    bundle waiting on several read tasks. Table stages take the read's blocks, others at most a read
+    task's files a batch; the writers cut files of ``rows_per_file`` rows.
+    """
+    return job.read.reader == "files" and all(isinstance(s, RayStage) and s.compute == "tasks" and s.concurrency is None for s in job.stages)
 
 
 def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool = False) -> Any:
     return fn if routes is None else Routed(routes, key, fn=fn, tag=tag)
 
 
-def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None, routes: ShardRoutes[ShardPlace] | None = None):
-    """The job's stages (and named sources) over the read rows ``ds``."""
+def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None,
+                routes: ShardRoutes[ShardPlace] | None = None, fused: int | None = None):
+    """The job's stages (and named sources) over the read rows ``ds``; ``fused``: the files per read task of a fused stream."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
     for stage in job.stages:
         if isinstance(stage, RayGlobal):
@@ -285,6 +302,8 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
         elif stage.compute == "actors":
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
+            if fused:  # with the read: table stages take its blocks as they come, others at most a read task's files per batch
+                kwargs = {**kwargs, **stream_concurrency(routes), "batch_size": None if stage.batch_size == SQL_BATCH_SIZE else min(stage.batch_size, fused)}
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
     if job.write is not None and job.write.reads is not None:  # a checkpoint: only what the global phase reads
         from dataflow.engines.ray.global_ops import checkpoint_rows

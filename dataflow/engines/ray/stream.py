@@ -7,6 +7,11 @@ does. The Dataset runs with ``preserve_order``: the writers' results reach the d
 order, so once a result of shard ``k`` arrives every shard before ``k`` is complete, and the
 runner stages (commits) it while the stream goes on. A killed run resumes from those shards.
 
+A run of whole-file reads and task stages only is one task chain (``run.stream_fused``): the
+read, the stages and the writers fused, a task per read bundle, the writers cutting whole blocks
+into files of ``rows_per_file`` rows. Otherwise (actor pools, Parquet row groups, WebDataset
+shards) the stages and the writers stay apart from the read (``run.stream_concurrency``).
+
 Runs the stream cannot do go through ``Engine.execute_shards`` (one Dataset per shard): a single
 shard, global steps, named sources, in-memory sources and sources whose lineage is kept.
 """
@@ -22,12 +27,12 @@ from dataflow.columns import SOURCE
 from dataflow.engines.base import RunOptions, ShardRun
 from dataflow.engines.ray.compile import ARROW, RayGlobal, RayJob
 from dataflow.engines.ray.routed import SHARD, Routed, ShardPlace
-from dataflow.engines.ray.run import ShardWriter, _apart, build_dataset
+from dataflow.engines.ray.run import ShardWriter, build_dataset, stream_concurrency, stream_fused
 from dataflow.runtime.routes import ShardRoutes
 
 __all__ = ["stream_shards", "streamable"]
 
-# The read and the writers are capped at two tasks per CPU (run._apart), which Ray Data reports as a
+# The read and the writers are capped at two tasks per CPU (run.stream_concurrency), which Ray Data reports as a
 # UserWarning when a small run feeds them fewer blocks: expected, not the user's concern.
 warnings.filterwarnings("ignore", message="The maximum number of concurrent tasks for", category=UserWarning)
 
@@ -64,8 +69,9 @@ def stream_shards(job: RayJob, runs: list[ShardRun], options: RunOptions, done: 
     try:
         ds = build_dataset(job, None, first.storage_options, inputs=files, cache=first.cache, partitions=options.shuffle_partitions, routes=routes)
         writer = ShardWriter(job, first.storage_options, first.tmp_data, first.run_id, first.publish_root)
-        # Not fused with the stages (see run._apart): fused, the stages would take rows_per_file rows per task.
-        out = ds.map_batches(Routed(routes, SOURCE, fn=writer, tag=True), batch_size=job.write.rows_per_file, batch_format=ARROW, **_apart(routes))
+        # Fused with the read (whole blocks, cut into files of rows_per_file rows) or apart from the stages (see run.stream_concurrency).
+        per_file = None if stream_fused(job) else job.write.rows_per_file
+        out = ds.map_batches(Routed(routes, SOURCE, fn=writer, tag=True), batch_size=per_file, batch_format=ARROW, **stream_concurrency(routes))
         written: list[list[Any]] = [[] for _ in live]
         complete, rows, files, last, start = 0, 0, 0, None, time.monotonic()
         for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
