@@ -296,9 +296,25 @@ def spark_sql(tree: exp.Expression, params: dict[str, Any] | None = None, defaul
 def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:
     """Return the expression as DuckDB SQL text with Spark's semantics (see ``dataflow.ops.table.duck``).
 
+    Ops call it for every batch: the text is kept per (expression, values, ``default_x``).
+
     Raises:
         KeyError: a ``:var`` with no value in ``params``.
     """
+    # repr tells apart the values that compare equal (1, 1.0, True) and is hashable for lists.
+    key = (tree, default_x, tuple(sorted((k, repr(v)) for k, v in (params or {}).items())))
+    text = _DUCKDB_TEXT.get(key)
+    if text is None:
+        if len(_DUCKDB_TEXT) >= 4096:
+            _DUCKDB_TEXT.clear()
+        text = _DUCKDB_TEXT[key] = _to_duckdb(tree, params, default_x)
+    return text
+
+
+_DUCKDB_TEXT: dict[tuple, str] = {}
+
+
+def _to_duckdb(tree: exp.Expression, params: dict[str, Any] | None, default_x: str | None) -> str:
     from dataflow.ops.table.duck import to_duckdb
 
     return to_duckdb(_bind(tree, params), default_x)

@@ -106,3 +106,14 @@ def test_documented_differences_on_ray():
         S.duckdb_sql(S.parse("from_json(s, schema_column)"))
     dec = duck.with_columns(table, {"d": S.duckdb_sql(S.parse("cast(1.5 AS decimal(5, 2)) * 3"))}).column("d")
     assert dec.type == pa.decimal128(15, 2) and float(dec[0].as_py()) == 4.5  # Spark: decimal(8, 2), the same value
+
+
+def test_duckdb_text_is_kept_per_value_and_type_of_each_var():
+    tree = S.parse("x = :v")
+    table = pa.table({"x": pa.array([1.0, 2.0])})
+    texts = {repr(v): S.duckdb_sql(tree, {"v": v}) for v in (1, True, 1.0, "1", 2)}
+    assert len(set(texts.values())) == 5  # values that compare equal (1, True, 1.0) are different literals
+    assert S.duckdb_sql(tree, {"v": 2}) == texts["2"] and S.duckdb_sql(tree, {"v": 1}) == texts["1"]
+    assert duck.keep_mask(table, S.duckdb_sql(tree, {"v": 2})).tolist() == [False, True]
+    with pytest.raises(KeyError):
+        S.duckdb_sql(tree, {})
