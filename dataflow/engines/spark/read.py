@@ -271,15 +271,20 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
         fields = {name: "string" for name in sorted(read.named)}
-    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
-    # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
-    lines = lines.withColumnRenamed("text", JSON_LINE)
     # Built, not validated: inferred fields may hold Spark DDL types the op's param model does not take.
     params = get_op("table.parse_json").params.model_construct(fields=fields, column=JSON_LINE)
     step = SparkStep(index=-1, name="table.parse_json", params=params, path="read", kind="map")
-    undecodable = _undecodable(lines)
-    fused = undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
-    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))
+
+    def parsed() -> Checked:
+        lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
+        # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
+        undecodable = _undecodable(lines.withColumnRenamed("text", JSON_LINE))
+        return undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
+
+    fused = parsed()
+    # The error write parses the lines again, and only when the counters show bad rows: cheaper
+    # than persisting every parsed row of a clean input for it.
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=lambda: parsed().df)
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
