@@ -128,10 +128,14 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
         text = f"CASE WHEN {valid} THEN CAST(content AS STRING) ELSE decode(content, 'ISO-8859-1') END"
         lf = f"replace({text}, '\\r\\n', '\\n')"  # SQL string escapes: CR LF, LF
         parts = raw.selectExpr(f"{_our_path_sql()} AS __path", f"{valid} AS __valid", f"split({lf}, '\\n') AS __lines")
+        # The last piece's index, taken before the split rows are made: a filter that read the
+        # file's array of lines would carry it into every line's row (a copy per row where Spark
+        # does not compile the filter: quadratic, out of memory on a large file).
+        parts = parts.selectExpr("__path", "__valid", "__lines", "size(__lines) - 1 AS __last")
         # posexplode_outer: the plain one makes Spark re-split every file to infer a size filter.
-        exploded = parts.selectExpr("__path", "__valid", "size(__lines) AS __n", "posexplode_outer(__lines) AS (__pos, __text)")
+        exploded = parts.selectExpr("__path", "__valid", "__last", "posexplode_outer(__lines) AS (__pos, __text)")
         # A file that ends with a newline yields one empty piece after it: not a line.
-        exploded = exploded.where("NOT (__pos = __n - 1 AND __text = '')")
+        exploded = exploded.where("NOT (__pos = __last AND __text = '')")
         line_bytes = "CAST(encode(__text, 'ISO-8859-1') AS STRING)"  # a line of a damaged file, as its bytes
         frames.append(exploded.selectExpr(
             f"concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS {SOURCE}",
