@@ -130,6 +130,7 @@ JSON_TUPLES: list[tuple[str | None, list[str | None]]] = [
     ('{"a": 1, "b": "x y", "c": true}', ["1", "x y", "true"]), ('{"a": 1.5, "b": {"k": [1, 2]}, "c": [{"z": null}]}', ["1.5", '{"k":[1,2]}', '[{"z":null}]']),
     ('{"a": null, "b": "q\\"z"}', [N, 'q"z', N]), ('{"x": 1}', [N, N, N]), ("[1, 2]", [N, N, N]), ('"a"', [N, N, N]), ("not json", [N, N, N]),
     ("", [N, N, N]), (None, [N, N, N]), ('{"a": -0.25, "b": ""}', ["-0.25", "", N]),
+    ('{"a": 1, "b": ', [N, N, N]), ("{'a': 1}", [N, N, N]),  # a truncated object keeps no field; single quotes are not JSON
 ]
 
 QUIET = RunOptions(progress=False)

@@ -6,7 +6,8 @@ that is not UTF-8 a row error; Parquet with its row index); remote files, text i
 cover them all, and a damaged one must keep its first lines) and CSV (for the Ray reader's
 semantics) go through ``DataflowSource``, which streams them. A file is read by one task, as on Ray.
 A ``__source__`` column or field in the data is replaced by the read's own lineage; every other
-column, ``source`` included, is the user's.
+column, ``source`` included, is the user's. (Over 350 lines: every format's read keeps the same
+lineage rules here; the JSON schema inference is the next piece to move out.)
 """
 from __future__ import annotations
 
@@ -128,10 +129,14 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
         text = f"CASE WHEN {valid} THEN CAST(content AS STRING) ELSE decode(content, 'ISO-8859-1') END"
         lf = f"replace({text}, '\\r\\n', '\\n')"  # SQL string escapes: CR LF, LF
         parts = raw.selectExpr(f"{_our_path_sql()} AS __path", f"{valid} AS __valid", f"split({lf}, '\\n') AS __lines")
+        # The last piece's index, taken before the split rows are made: a filter that read the
+        # file's array of lines would carry it into every line's row (a copy per row where Spark
+        # does not compile the filter: quadratic, out of memory on a large file).
+        parts = parts.selectExpr("__path", "__valid", "__lines", "size(__lines) - 1 AS __last")
         # posexplode_outer: the plain one makes Spark re-split every file to infer a size filter.
-        exploded = parts.selectExpr("__path", "__valid", "size(__lines) AS __n", "posexplode_outer(__lines) AS (__pos, __text)")
+        exploded = parts.selectExpr("__path", "__valid", "__last", "posexplode_outer(__lines) AS (__pos, __text)")
         # A file that ends with a newline yields one empty piece after it: not a line.
-        exploded = exploded.where("NOT (__pos = __n - 1 AND __text = '')")
+        exploded = exploded.where("NOT (__pos = __last AND __text = '')")
         line_bytes = "CAST(encode(__text, 'ISO-8859-1') AS STRING)"  # a line of a damaged file, as its bytes
         frames.append(exploded.selectExpr(
             f"concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS {SOURCE}",
@@ -271,15 +276,20 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
         fields = {name: "string" for name in sorted(read.named)}
-    lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
-    # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
-    lines = lines.withColumnRenamed("text", JSON_LINE)
     # Built, not validated: inferred fields may hold Spark DDL types the op's param model does not take.
     params = get_op("table.parse_json").params.model_construct(fields=fields, column=JSON_LINE)
     step = SparkStep(index=-1, name="table.parse_json", params=params, path="read", kind="map")
-    undecodable = _undecodable(lines)
-    fused = undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
-    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE))
+
+    def parsed() -> Checked:
+        lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
+        # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
+        undecodable = _undecodable(lines.withColumnRenamed("text", JSON_LINE))
+        return undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
+
+    fused = parsed()
+    # The error write parses the lines again, and only when the counters show bad rows: cheaper
+    # than persisting every parsed row of a clean input for it.
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=lambda: parsed().df)
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:

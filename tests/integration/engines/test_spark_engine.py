@@ -93,6 +93,25 @@ def test_jsonl_and_csv_sources_runs(spark_local, tmp_path):
     assert (report.rows_in, report.rows_errored) == (4, 3)
 
 
+def test_a_jsonl_read_persists_nothing_and_parses_again_for_its_row_errors(spark_local, tmp_path):
+    from connectors.registry import list_files
+    from dataflow.engines.registry import compile_pipeline
+    from dataflow.engines.spark.run import build_frames, write_outputs
+    from dataflow.runtime.stats import SideOutputs
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "t.jsonl").write_bytes(b'{"link": "a", "rx": 1}\n{"link": \n{"link": "\xff"}\n{"link": "b", "rx": 2}\n')
+    spec = _spec({"uri": str(tmp_path / "in"), "format": "jsonl", "options": {"schema": {"link": "string", "rx": "long"}}}, [], str(tmp_path / "out"))
+    _, _, _, job = compile_pipeline(spec)
+    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "out" / "_stats"), errors_dir=str(tmp_path / "out" / "_errors"))
+    frames = build_frames(spark_local, job, list_files(str(tmp_path / "in"), "jsonl", {}), side, {})
+    assert frames.persisted == []  # every parsed row held for the error write cost more than parsing again when there are bad rows
+    written = write_outputs(frames, job, side, {}, str(tmp_path / "out" / "data"), "run00001")
+    assert sum(w.rows for w in written) == 2
+    errors = sorted((e["source"].rsplit("/", 1)[1], e["error_type"]) for p in (tmp_path / "out" / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
+    assert errors == [("t.jsonl#line=2", "JSONDecodeError"), ("t.jsonl#line=3", "UnicodeDecodeError")]
+
+
 def _rows_and_errors(sink):
     rows = sorted((r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()), key=lambda r: r["__source__"])
     errors = sorted((e["source"].rsplit("/", 1)[1], e["op"], e["error_type"]) for p in (sink / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
