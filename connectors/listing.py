@@ -35,7 +35,9 @@ def to_uri(fs, path: str, template: str) -> str:
 
 
 def _hidden(path: str, root: str) -> bool:
-    rel = posixpath.relpath(path, root) if path.startswith(root) else posixpath.basename(path)
+    """A file under a ``.x`` or ``_x`` name below ``root`` (or named so itself)."""
+    under = root.rstrip("/") + "/"
+    rel = path[len(under):] if path.startswith(under) else posixpath.basename(path)
     return any(part.startswith((".", "_")) for part in rel.split("/"))
 
 
@@ -153,8 +155,9 @@ def list_source(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> L
     paths = sorted(entries)
     skipped: Counter[str] = Counter()
     if exts:
-        skipped.update(_full_extension(p) for p in paths if _extension(p, fmt) not in exts)
-        paths = [p for p in paths if _extension(p, fmt) in exts]
+        wanted = {p: _extension(p, fmt) in exts for p in paths}
+        skipped.update(_full_extension(p) for p in paths if not wanted[p])
+        paths = [p for p in paths if wanted[p]]
     rel = lambda p: posixpath.relpath(p, root) if root else p  # noqa: E731
     if options.get("include"):
         paths = [p for p in paths if any(fnmatch.fnmatch(rel(p), pat) for pat in options["include"])]
