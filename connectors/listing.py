@@ -155,9 +155,9 @@ def list_source(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> L
     paths = sorted(entries)
     skipped: Counter[str] = Counter()
     if exts:
-        wanted = {p: _extension(p, fmt) in exts for p in paths}
-        skipped.update(_full_extension(p) for p in paths if not wanted[p])
-        paths = [p for p in paths if wanted[p]]
+        keep = {p: _extension(p, fmt) in exts for p in paths}
+        skipped.update(_full_extension(p) for p in paths if not keep[p])
+        paths = [p for p in paths if keep[p]]
     rel = lambda p: posixpath.relpath(p, root) if root else p  # noqa: E731
     if options.get("include"):
         paths = [p for p in paths if any(fnmatch.fnmatch(rel(p), pat) for pat in options["include"])]

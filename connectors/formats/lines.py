@@ -103,7 +103,7 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
         try:
             text = (pa.array(lines, pa.binary()) if binary is None else binary).cast(pa.string())
         except pa.ArrowInvalid:  # not UTF-8: line by line, as read_text
-            lines = data.splitlines()
+            lines = data.splitlines() if lines is None else lines
             for i, raw in enumerate(lines, start=number + 1):
                 line = _decode(f"{source}#line={i}", raw, "utf-8")
                 if isinstance(line, BadRecord) or line.strip() or not skip_empty:

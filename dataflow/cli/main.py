@@ -106,7 +106,7 @@ def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_pa
 
 def _release_ray() -> None:
     """Stop the local Ray the run started (at once, not at interpreter exit); a joined cluster keeps running."""
-    if "ray" in sys.modules:
+    if "ray" in sys.modules:  # a run that never imported Ray (Spark) skips the session module's import (0.3 s)
         from dataflow.engines.ray.session import release
 
         release()
@@ -257,6 +257,9 @@ def _exit(code) -> None:
         code = 1
     threading._shutdown()  # what Python's own exit does first: wait for non-daemon threads
     atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`dataflow ... | head`): Python exits 120 then
+            code = code or 120
     os._exit(code or 0)

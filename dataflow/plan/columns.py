@@ -39,10 +39,7 @@ def needed_after(steps: list[Step], end: frozenset[str] | None = None) -> list[f
 
 def needed_by(steps: list[Step]) -> frozenset[str] | None:
     """The columns the first of ``steps`` must be given for them and the sink (None: every column)."""
-    needed: frozenset[str] | None = None
-    for step in reversed(steps):
-        needed = _needed_before(step, needed)
-    return needed
+    return _needed_before(steps[0], needed_after(steps)[0]) if steps else None
 
 
 def named_by(steps: list[Step]) -> frozenset[str]:

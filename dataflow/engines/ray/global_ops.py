@@ -87,7 +87,7 @@ class _PartitionOp:
             return self._right_only(part, left, right)
         with bind_tables(**({self.right: right} if self.right is not None else {})):
             out, errors, stats = StageExecutor([call]).run(left if plain_arrow(left) else from_arrow(left))
-        sources = left.column(SOURCE).to_pylist() if SOURCE in left.column_names else []
+        sources = left.column(SOURCE) if SOURCE in left.column_names else []
         self.side.write(f"{self.stage.name}-p{part}", batch_key(sources), errors, stats)
         return out if isinstance(out, pa.Table) else to_arrow(out)
 
@@ -102,7 +102,7 @@ class _PartitionOp:
         typed = [right.schema.field(c).type if c in keys else (pa.string() if pa.types.is_null(t) else t) for c, t in zip(left.column_names, left.schema.types)]
         left = pa.table({c: pa.array([], t) for c, t in zip(left.column_names, typed)})
         out = join_arrow(left, right, keys, p.how, getattr(p, "suffix", "_right"))
-        self.side.write(f"{self.stage.name}-p{part}", batch_key(right.column(SOURCE).to_pylist() if SOURCE in right.column_names else []), [],
+        self.side.write(f"{self.stage.name}-p{part}", batch_key(right.column(SOURCE) if SOURCE in right.column_names else []), [],
                         {self.stage.call.index: StepStats(rows_in=0, rows_out=out.num_rows)})
         return out
 
@@ -130,25 +130,24 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
     call = stage.call
     if stage.partition_by is None:
         return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None))
-    if stage.label == "table.aggregate" and not getattr(call.params, "keys", None):
-        # Seeded: the one partition runs even over an input without blocks (one row, count 0).
+    if stage.label == "table.aggregate":
+        keys = list(call.params.keys or [])
+        parts = shuffle_partitions(partitions) if keys else 1
+        # Over all rows: seeded, so the one partition runs even over an input without blocks (one row, count 0).
         split = _two_phase(call.params)
-        if split is None:
-            return hash_shuffle([(ds, [])], 1, _PartitionOp(stage, side, None), seed=True)
-        ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
-        return hash_shuffle([(ds, [])], 1, _MergeAggregate(stage, side, split), seed=True)
+        if split is not None:
+            # Map-side combine: each block's partial states per group cross the shuffle, not its rows.
+            ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
+            return hash_shuffle([(ds, keys)], parts, _MergeAggregate(stage, side, split), seed=not keys)
+        if keys:  # only the columns it reads cross the shuffle
+            ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
+        return hash_shuffle([(ds, keys)], parts, _PartitionOp(stage, side, None), seed=not keys)
     keys: Any = list(getattr(call.params, stage.partition_by, None) or [])
     if stage.label == "table.dedup" and not keys:
         from dataflow.ops.table.dedup import dedup_keys
 
         keys = dedup_keys  # every user column: resolved from each block's columns
     parts = shuffle_partitions(partitions) if keys else 1
-    if stage.label == "table.aggregate" and (split := _two_phase(call.params)) is not None:
-        # Map-side combine: each block's partial states per group cross the shuffle, not its rows.
-        ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
-        return hash_shuffle([(ds, keys)], parts, _MergeAggregate(stage, side, split))
-    if stage.label == "table.aggregate":  # only the columns it reads cross the shuffle
-        ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
     if stage.label != "table.join":
         return hash_shuffle([(ds, keys)], parts, _PartitionOp(stage, side, None))
     name = call.params.right

@@ -247,7 +247,8 @@ def finish_side_outputs(frames: JobFrames, side: SideOutputs, run_id: str, tmp_d
     """After the data's action: write the row errors of the steps that met bad rows, release the persisted frames, write the counters."""
     from connectors.registry import scheme_of
 
-    tag = batch_key([run_id, tmp_data])[:8]
+    key = batch_key([run_id, tmp_data])
+    tag = key[:8]
     try:
         # Only steps that met bad rows (their counters say so, now that the data is written) are read again.
         counts = [bad_rows(e.observation) for e in frames.errors]
@@ -264,4 +265,4 @@ def finish_side_outputs(frames: JobFrames, side: SideOutputs, run_id: str, tmp_d
                 errors.coalesce(files).mapInArrow(error_writer(asdict(side)), "rows long").collect()
     finally:
         release(frames)
-    side.write("spark", batch_key([run_id, tmp_data]), [], job_stats(frames.observed, frames.counted_read))
+    side.write("spark", key, [], job_stats(frames.observed, frames.counted_read))

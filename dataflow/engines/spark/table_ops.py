@@ -22,7 +22,7 @@ from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.engines.spark.compile import SparkStep
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
-from dataflow.ops.table.json_tuple import entries, is_json_tuple, json_tuple_args
+from dataflow.ops.table.json_tuple import HIDDEN, entries, is_json_tuple, json_tuple_args
 from dataflow.ops.table.parse_regex import group_names, java_pattern, named_patterns
 from dataflow.ops.table.sql import ORDERED_WINDOW, columns_of, parse, parse_aggregation, parse_window, spark_sql
 from dataflow.ops.table.types import SPARK_TYPES
@@ -32,7 +32,7 @@ __all__ = ["BAD", "Checked"]
 
 BAD = "__df_bad"
 _CORRUPT = "__df_corrupt"
-_JSON_TUPLE = "__df_jt"
+_JSON_TUPLE = HIDDEN  # the parsed struct, dropped in the same step
 # json_tuple's JSON parser (Jackson's defaults, unquoted control characters allowed), not from_json's
 # more lenient defaults; a malformed record is flagged so that none of its fields are kept (json_tuple's NULLs).
 _JSON_TUPLE_OPTIONS = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE", "allowSingleQuotes": "false",

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic_core import core_schema
 from sqlglot import exp
 
-from dataflow.ops.table.sql import ExprError, duckdb_sql, parse, spark_sql
+from dataflow.ops.table.sql import ExprError, duckdb_sql, parse
 
 __all__ = ["HIDDEN", "ColumnExprs", "duckdb_columns", "entries", "is_json_tuple", "json_tuple_args", "output_names"]
 
