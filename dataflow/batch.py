@@ -128,8 +128,10 @@ def _map_array(values: np.ndarray) -> pa.Array:
     return pa.array(list(values), type=pa.map_(key, value))
 
 
-def to_arrow(cols: Columns) -> pa.Table:
-    """Convert to Arrow; ndarray cells (decoded images, audio) become ``{shape, dtype, data}`` structs."""
+def to_arrow(cols: Columns | pa.Table) -> pa.Table:
+    """Convert to Arrow; ndarray cells (decoded images, audio) become ``{shape, dtype, data}`` structs. A table is returned as is."""
+    if isinstance(cols, pa.Table):
+        return cols
     arrays, names = [], []
     for k, v in cols.items():
         names.append(k)

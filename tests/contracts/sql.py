@@ -15,6 +15,7 @@ import pathlib
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataflow.dsl.parse import parse_pipeline
@@ -151,13 +152,17 @@ def same_value(actual: Any, expected: Any) -> bool:
     return type(actual) is type(expected) and actual == expected if expected is not None else actual is None
 
 
-def _run(engine: str, tmp_path: pathlib.Path, table: pa.Table, step: dict[str, Any]) -> list[dict[str, Any]]:
+def _output(engine: str, tmp_path: pathlib.Path, table: pa.Table, step: dict[str, Any]) -> pa.Table:
     pq.write_table(table, tmp_path / "in.parquet")
     doc = {"name": "sql", "engine": engine, "source": {"uri": str(tmp_path / "in.parquet"), "format": "parquet"},
            "steps": [step], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
     run_pipeline(parse_pipeline(doc), QUIET)
     files = json.loads((tmp_path / "out" / "_manifest.json").read_text())["files"]
-    return [r for f in files for r in pq.read_table(tmp_path / "out" / f["path"]).to_pylist()]
+    return pa.concat_tables([pq.read_table(tmp_path / "out" / f["path"]) for f in files])
+
+
+def _run(engine: str, tmp_path: pathlib.Path, table: pa.Table, step: dict[str, Any]) -> list[dict[str, Any]]:
+    return _output(engine, tmp_path, table, step).to_pylist()
 
 
 def _mismatches(rows_by_key: dict[Any, dict[str, Any]], cases: list[tuple[str, Any, Any]], keys: tuple) -> list[str]:
@@ -195,6 +200,19 @@ class SqlContract:
         assert row["dec"] == decimal.Decimal("2.50") and row["raw"] == b"Hello World"
         assert dict(row["m"]) == {"k": 7} and row["l"] == [7, 2] and row["st2"] == {"x": 7, "y": "Hello World"}
         assert row["st"] == {"lang": "en", "score": 0.9} and row["arr"] == [10, 20, 30]  # input struct and list pass through
+
+    def test_stored_types_pass_a_step_unchanged(self, engine: str, tmp_path: pathlib.Path):
+        """Narrow numbers, a struct whose int32 field is null in the kept rows, a list of int16: written as stored."""
+        table = pa.table({
+            "k": pa.array([1, 2, 3], pa.int32()), "b": pa.array([1, None, -3], pa.int8()), "f": pa.array([1.5, None, 2.25], pa.float32()),
+            "st": pa.array([{"a": 1, "s": "x"}, {"a": None, "s": "y"}, None], pa.struct([("a", pa.int32()), ("s", pa.string())])),
+            "l": pa.array([[1, 2], [], None], pa.list_(pa.int16())), "day": pa.array([dt.date(2024, 1, 2), None, dt.date(2024, 1, 3)], pa.date32()),
+            "dec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-2.50")], pa.decimal128(5, 2)),
+        })
+        out = _output(engine, tmp_path, table, {"op": "table.filter_rows", "params": {"where": "k > 1"}})
+        assert out.drop_columns(["__source__"]).schema == table.schema
+        rows = sorted(out.drop_columns(["__source__"]).to_pylist(), key=lambda r: r["k"])
+        assert rows == table.filter(pc.greater(table["k"], 1)).to_pylist()
 
     def test_json_tuple_gives_sparks_columns(self, engine: str, tmp_path: pathlib.Path):
         table = pa.table({"k": list(range(len(JSON_TUPLES))), "js": pa.array([js for js, _ in JSON_TUPLES], pa.string())})

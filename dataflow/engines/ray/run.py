@@ -16,7 +16,7 @@ from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus
-from dataflow.batch import Columns, concat, from_arrow, length, plain_arrow, take
+from dataflow.batch import Columns, from_arrow, length, plain_arrow, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.routes import ShardRoutes
 from dataflow.runtime.stage import StageExecutor, StepStats
@@ -39,7 +39,7 @@ class ReadAdapter:
         self.prefix, self.parse, self.options, self.side = scheme_prefix, parse, options, side
         self.storage_options, self.cache = storage_options, cache
 
-    def __call__(self, batch: Columns) -> Columns:
+    def __call__(self, batch: Columns) -> Columns | pa.Table:
         if self.parse == "parquet":
             return self._parquet(batch)
         paths = [self.prefix + str(p) for p in batch.pop("path")]
@@ -47,7 +47,8 @@ class ReadAdapter:
         self.side.write("read", batch_key(paths), [], {READ_STEP: StepStats(rows_in=len(paths), rows_out=length(batch))})
         return batch
 
-    def _parquet(self, batch: Columns) -> Columns:
+    def _parquet(self, batch: Columns) -> pa.Table:
+        """The batch's row groups as one Arrow table: types kept as stored (no Python values in between)."""
         from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part
 
         parts = []
@@ -55,17 +56,18 @@ class ReadAdapter:
         fs = filesystem(str(batch["uri"][0]), self.storage_options, self.cache) if len(names) else None
         before, io_before = cache_counters(fs), io_counters()
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
-            cols = from_arrow(read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache))
-            n = length(cols)
+            table = read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache)
             # A ``__source__`` column in the data (an earlier pipeline's lineage) is replaced by this
             # read's, unless the source says to keep it (the Parquet handoff between engines).
-            own = np.array([f"{uri}#row={int(first) + i}" for i in range(n)], dtype=object)
-            lineage = cols.pop(SOURCE, own) if self.options.get("keep_lineage") else own
-            cols.pop(SOURCE, None)
-            parts.append({SOURCE: lineage, **cols})
-        out = concat(parts) if parts else {SOURCE: np.array([], dtype=object)}
-        rows = length(out)
-        self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=rows, rows_out=rows)})
+            if self.options.get("keep_lineage") and SOURCE in table.column_names:
+                lineage = table.column(SOURCE).cast(pa.string())
+            else:
+                lineage = pa.array([f"{uri}#row={int(first) + i}" for i in range(table.num_rows)], pa.string())
+            if SOURCE in table.column_names:
+                table = table.drop_columns([SOURCE])
+            parts.append(table.add_column(0, SOURCE, lineage))
+        out = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({SOURCE: pa.array([], pa.string())})
+        self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=out.num_rows, rows_out=out.num_rows)})
         record_cache(self.side, "read", batch_key(names), before, cache_counters(fs))
         record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", batch_key(names), io_before, io_counters())
         return out
@@ -108,18 +110,21 @@ class ShardWriter:
     def __call__(self, batch: pa.Table) -> Columns:
         from connectors.registry import filesystem, format_connector, io_counters, storage_traits, write_through_scratch
 
-        batch = from_arrow(batch)
         sink = self.job.write.sink
         fs = filesystem(sink.uri, self.storage_options)
         writer = format_connector(sink.format)
-        n = length(batch)
+        n = batch.num_rows
         if n == 0:
             return {"path": np.array([], dtype=object), "rows": np.array([], dtype=np.int64), "bytes": np.array([], dtype=np.int64)}
         key = batch_key(batch[SOURCE])
         left_out = {*self.job.write.leaves_out, *(() if sink.lineage else (SOURCE,))}
-        batch = {k: v for k, v in batch.items() if k not in left_out}
-        per_file = self.job.write.rows_per_file  # a batch may hold more rows (a streamed run's writers take whole blocks)
-        parts = [p for i in range(0, n, per_file) for p in _split_by_bytes(take(batch, np.arange(i, min(i + per_file, n))) if n > per_file else batch, self.job.write.max_file_bytes)]
+        if sink.format == "parquet" and plain_arrow(batch):
+            # Arrow to Arrow: every column keeps its stored type (a struct's int32, a list's int16, a float32).
+            parts = _split_table(batch.drop_columns([c for c in batch.column_names if c in left_out]), self.job.write.rows_per_file, self.job.write.max_file_bytes)
+        else:
+            cols = {k: v for k, v in from_arrow(batch).items() if k not in left_out}
+            per_file = self.job.write.rows_per_file  # a batch may hold more rows (a streamed run's writers take whole blocks)
+            parts = [p for i in range(0, n, per_file) for p in _split_by_bytes(take(cols, np.arange(i, min(i + per_file, n))) if n > per_file else cols, self.job.write.max_file_bytes)]
         local = storage_traits(sink.uri).is_local
         folder = self.tmp_data if local else (self.publish_root or self.tmp_data)
         before = io_counters()
@@ -138,6 +143,13 @@ class ShardWriter:
             "rows": np.array([w.rows for w in written], dtype=np.int64),
             "bytes": np.array([w.bytes for w in written], dtype=np.int64),
         }
+
+
+def _split_table(table: pa.Table, rows_per_file: int, max_bytes: int) -> list[pa.Table]:
+    """``table`` in files of at most ``rows_per_file`` rows and, where rows allow, ``max_bytes`` bytes."""
+    n = table.num_rows
+    per_file = max(1, min(rows_per_file, int(n * max_bytes / table.nbytes) if table.nbytes > max_bytes else n))
+    return [table.slice(i, per_file) for i in range(0, n, per_file)]
 
 
 def _row_bytes(batch: Columns) -> int:
