@@ -193,16 +193,22 @@ def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, pr
     settings = usable_settings(spec, cache_dir=options.cache_dir)
     runs = [ShardRun(s, *_shard_context(layout, s.id, layout.run_id, spec, s.inputs, settings, publish=publish)) for s in shards]
 
-    def done(run: ShardRun, written: list) -> bool:
-        progress.stage(run.shard, run.tmp, written, phase="map", run_id=layout.run_id)
-        limit = spec.errors.max_errors
+    limit = spec.errors.max_errors
+    errored = [0 if limit is None else _rows_errored(progress, list(progress.completed().values()))]  # by shards staged before (a resume)
+
+    def done(run: ShardRun, written: list) -> bool:  # called on this thread: a running total, each shard's stats read once
+        marker = progress.stage(run.shard, run.tmp, written, phase="map", run_id=layout.run_id)
         if limit is None:
             return True
-        stats = read_stats(progress.fs, progress.side_dirs(list(progress.completed().values()), "_stats"))
-        return sum(st.rows_errored for st in stats.values()) <= limit  # else the budget check at the end reports it
+        errored[0] += _rows_errored(progress, [marker])
+        return errored[0] <= limit  # else the budget check at the end reports it
 
     if runs:
         engine.execute_shards(job, runs, options, done)
+
+
+def _rows_errored(progress: Progress, markers: list[dict[str, Any]]) -> int:
+    return sum(st.rows_errored for st in read_stats(progress.fs, progress.side_dirs(markers, "_stats")).values())
 
 
 def _run_global(engine: Engine, job, layout: SinkLayout, progress: Progress, options: RunOptions) -> None:

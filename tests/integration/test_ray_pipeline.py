@@ -192,3 +192,15 @@ def test_decoded_images_are_written_without_their_raw_bytes_unless_kept(ray_loca
 
     assert columns("default") == {"__source__", "image", "width", "height"}
     assert columns("kept", keep=["bytes"]) == {"__source__", "image", "width", "height", "bytes"}
+
+
+def test_error_budget_stops_before_the_remaining_shards(ray_local, tmp_path):
+    """Every file holds one bad line and is a shard of its own: past ``max_errors`` no further shard starts."""
+    for i in range(12):
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / f"{i:02d}.jsonl").write_text('{"n": 1}\n{not json\n')
+    p = dataflow.read(str(tmp_path / "in"), format="jsonl", files_per_shard=1).apply("table.filter_rows", where="n > 0")
+    with pytest.raises(BudgetExceededError, match="row errors exceed errors.max_errors=1") as info:
+        p.write(str(tmp_path / "out")).with_errors(max_errors=1).run(progress=False)
+    errored = len(_errors(tmp_path / "out"))  # one per shard that ran; the second crossed the budget, running ones may finish
+    assert 2 <= errored < 12 and info.value.report.rows_errored == errored
