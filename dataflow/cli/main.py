@@ -84,6 +84,8 @@ def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_pa
     if cluster or explain_placement or wait or gpu_type:
         from dataflow.cli.clusters import run_on_cluster
 
+        _refuse_local_options(cluster)
+
         return run_on_cluster(spec, cluster, clusters_file, explain=explain_placement, wait=wait, gpu_type=gpu_type, restart=restart,
                               shard=shard_text, cache_dir=cache_dir, report_path=report_path, quiet=quiet, as_json=as_json)
     options = RunOptions(address=address, spark_master=spark_master, object_store_memory=object_store_memory, progress=not quiet, cache_dir=cache_dir,
@@ -102,6 +104,18 @@ def run(pipeline, overrides, address, object_store_memory, spill_dir, shuffle_pa
         _print_report(report, quiet, as_json)
     finally:
         _release_ray()
+
+
+_LOCAL_ONLY = ("address", "object_store_memory", "spill_dir", "shuffle_partitions", "spark_master", "stream_shards")
+
+
+def _refuse_local_options(cluster: str | None) -> None:
+    """A run submitted with --cluster runs as the fleet's cluster configures it: options given for a local engine are an error, not ignored."""
+    ctx = click.get_current_context()
+    given = [f"--{n.replace('_', '-')}" for n in _LOCAL_ONLY if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE]
+    if cluster and given:
+        verb = "configures a local engine; it does" if len(given) == 1 else "configure a local engine; they do"
+        raise click.UsageError(f"{', '.join(given)} {verb} not combine with --cluster (the submitted run uses the cluster's engine as it is set up there)")
 
 
 def _release_ray() -> None:

@@ -72,6 +72,8 @@ def test_usage_and_spec_errors_exit_2(tmp_path, monkeypatch):
     assert typo.exit_code == 2 and "did you mean 'train-a'?" in typo.output
     sharded = runner.invoke(cli, ["run", str(pipeline), "--cluster", "auto", "--clusters", str(fleet), "--shard", "0/2"])
     assert sharded.exit_code == 2 and "--shard" in sharded.output
+    local = runner.invoke(cli, ["run", str(pipeline), "--cluster", "auto", "--clusters", str(fleet), "--stream-shards", "--shuffle-partitions", "8"])
+    assert local.exit_code == 2 and "--shuffle-partitions, --stream-shards configure a local engine; they do not combine with --cluster" in local.output
     no_file = runner.invoke(cli, ["clusters"])
     assert no_file.exit_code == 2 and "pass --clusters FILE or set DATAFLOW_CLUSTERS" in no_file.output
     bad = tmp_path / "bad.yaml"
