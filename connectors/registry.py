@@ -32,6 +32,7 @@ __all__ = [
     "format_connector",
     "io_counters",
     "join_under",
+    "jsonl_arrow_schema",
     "line_reader",
     "list_files",
     "list_source",
@@ -46,6 +47,7 @@ __all__ = [
     "storage_traits",
     "strip_scheme",
     "to_uri",
+    "typed_jsonl_reader",
     "warm_cache",
     "webdataset_reader",
     "write_through_scratch",
@@ -335,6 +337,20 @@ def line_reader(fmt: str):
     from connectors.formats import lines
 
     return {"text": lines.read_text, "jsonl": lines.read_jsonl, "csv": lines.read_csv}[fmt]
+
+
+def typed_jsonl_reader(blocks: bool):
+    """Return the reader of a jsonl source with a declared schema: Arrow blocks for plain UTF-8 (``blocks``), else line by line."""
+    from connectors.formats import typed_jsonl
+
+    return typed_jsonl.read_typed_jsonl_blocks if blocks else typed_jsonl.read_typed_jsonl
+
+
+def jsonl_arrow_schema(fields: dict[str, str]):
+    """The Arrow schema (``__source__`` first) a jsonl source with the declared ``fields`` reads into; ValueError names a type it does not take."""
+    from connectors.formats.typed_jsonl import arrow_schema
+
+    return arrow_schema(fields)
 
 
 def compression_of(uri: str) -> str | None:

@@ -21,7 +21,7 @@ from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 
-__all__ = ["read_csv", "read_jsonl", "read_text", "read_text_blocks"]
+__all__ = ["jsonl_row", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
@@ -155,22 +155,25 @@ def read_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[di
         if isinstance(line, BadRecord):
             yield line
             continue
-        src, raw = line
-        text = _decode(src, raw, encoding)
-        if isinstance(text, BadRecord):
-            yield text
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            yield BadRecord(src, "JSONDecodeError", f"invalid JSON: {exc.msg} at column {exc.colno}")
-            continue
-        if not isinstance(value, dict):
-            yield BadRecord(src, "TypeError", f"expected a JSON object, got {type(value).__name__}")
-            continue
-        yield _row(src, value)
+        row = jsonl_row(*line, encoding)
+        if row is not None:
+            yield row
+
+
+def jsonl_row(src: str, raw: bytes, encoding: str = "utf-8") -> dict | BadRecord | None:
+    """The row of one JSONL line (``__source__`` first), a ``BadRecord`` naming why it is not one, or None for a blank line."""
+    text = _decode(src, raw, encoding)
+    if isinstance(text, BadRecord):
+        return text
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return BadRecord(src, "JSONDecodeError", f"invalid JSON: {exc.msg} at column {exc.colno}")
+    if not isinstance(value, dict):
+        return BadRecord(src, "TypeError", f"expected a JSON object, got {type(value).__name__}")
+    return _row(src, value)
 
 
 def _row(src: str, values: dict[str, Any]) -> dict[str, Any]:

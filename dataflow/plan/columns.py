@@ -37,9 +37,9 @@ def needed_after(steps: list[Step], end: frozenset[str] | None = None) -> list[f
     return out[::-1]
 
 
-def needed_by(steps: list[Step]) -> frozenset[str] | None:
-    """The columns the first of ``steps`` must be given for them and the sink (None: every column)."""
-    return _needed_before(steps[0], needed_after(steps)[0]) if steps else None
+def needed_by(steps: list[Step], end: frozenset[str] | None = None) -> frozenset[str] | None:
+    """The columns the first of ``steps`` must be given for them and the sink (``end``: the sink reads only those; None: every column)."""
+    return _needed_before(steps[0], needed_after(steps, end)[0]) if steps else end
 
 
 def named_by(steps: list[Step]) -> frozenset[str]:

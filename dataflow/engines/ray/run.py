@@ -12,6 +12,7 @@ import pyarrow as pa
 from dataflow.columns import SOURCE
 from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, SQL_BATCH_SIZE, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
+from dataflow.engines.ray.fused_stage import FusedStageFn, fused_stage
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
@@ -252,7 +253,7 @@ def build_dataset(
         blocks = _blocks(len(items), routes) if source.format == "webdataset" else max(1, -(-len(items) // per_task))
         ds = ray.data.from_items(items, override_num_blocks=blocks)
         if source.format == "webdataset" or source.format in LINE_FORMATS:
-            reader = _routed(ReadStream(source.uri, source.format, source.options, storage_options, cache, side), routes, "uri")
+            reader = _routed(ReadStream(source.uri, source.format, job.read.options, storage_options, cache, side), routes, "uri")
             ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **stream_concurrency(routes))
         else:
             fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
@@ -304,7 +305,13 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
                 routes: ShardRoutes[ShardPlace] | None = None, fused: int | None = None):
     """The job's stages (and named sources) over the read rows ``ds``; ``fused``: the files per read task of a fused stream."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
+    last = job.stages[-1] if job.stages and isinstance(job.stages[-1], RayStage) and routes is None else None
+    to_states = fused_stage(last, job.write) if last is not None else None
     for stage in job.stages:
+        if to_states is not None and stage is last:  # its rows go nowhere but into the partial states: one query per batch
+            fn = FusedStageFn(stage, *to_states, f"stage-{len(job.stages) + 1}", side)
+            big = job.read.parse == "jsonl" and job.read.source.options.get("schema")  # the read's blocks are whole 8 MiB parses already
+            return ds.map_batches(fn, **{**_stage_kwargs(stage), "batch_size": None if big else stage.batch_size})
         if isinstance(stage, RayGlobal):
             ds = apply_global(ds, stage, side, named=named, partitions=partitions)
             continue

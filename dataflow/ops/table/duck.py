@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-__all__ = ["aggregate", "keep_mask", "over_rows", "quoted", "to_duckdb", "with_columns"]
+__all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "to_duckdb", "with_columns", "with_columns_sql"]
 
-_TABLE = "__df_batch"
+_TABLE = TABLE = "__df_batch"
 _ROW = "__df_row"
 _local = threading.local()
 
@@ -212,8 +212,13 @@ def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
 
     Columns that read none of the names set before them in the same level share one SELECT.
     """
-    names = list(table.column_names)
-    sql, level = f"SELECT * FROM {_TABLE}", {}
+    return _query(table, with_columns_sql(list(table.column_names), columns, _TABLE)[0])
+
+
+def with_columns_sql(names: list[str], columns: dict[str, str], source: str) -> tuple[str, list[str]]:
+    """The query of :func:`with_columns` over ``source`` (a table name or a parenthesized query) whose columns are ``names``, and its column names."""
+    names = list(names)
+    sql, level = f"SELECT * FROM {source}", {}
 
     def close(sql: str) -> str:
         replaced = [f"({e}) AS {quoted(n)}" for n, e in level.items() if n in names]
@@ -226,7 +231,7 @@ def with_columns(table: pa.Table, columns: dict[str, str]) -> pa.Table:
         if name in level or _reads(expr, level):
             sql, level = close(sql), {}
         level[name] = expr
-    return _query(table, close(sql) if level else sql)
+    return (close(sql) if level else sql), names
 
 
 def _spark_integers(out: pa.Table) -> pa.Table:
@@ -256,7 +261,16 @@ def keep_mask(table: pa.Table, condition: str) -> np.ndarray:
 
 def aggregate(table: pa.Table, keys: list[str], aggregations: dict[str, str], extra: dict[str, str] | None = None) -> pa.Table:
     """One row per distinct ``keys`` (all rows when none) with each DuckDB aggregation; ``extra`` after them."""
-    items = {**aggregations, **(extra or {})}
+    return query(table, aggregate_sql(keys, {**aggregations, **(extra or {})}, _TABLE))
+
+
+def aggregate_sql(keys: list[str], items: dict[str, str], source: str) -> str:
+    """The query of :func:`aggregate` over ``source`` (a table name or a parenthesized query)."""
     select = ", ".join([*(quoted(k) for k in keys), *(f"({e}) AS {quoted(n)}" for n, e in items.items())])
     group = f" GROUP BY {', '.join(quoted(k) for k in keys)}" if keys else ""
-    return _spark_integers(_query(table, f"SELECT {select} FROM {_TABLE}{group}"))
+    return f"SELECT {select} FROM {source}{group}"
+
+
+def query(table: pa.Table, sql: str) -> pa.Table:
+    """Run DuckDB ``sql`` over ``table`` (named ``TABLE`` in it; a float NaN reads as null); sums of integers come back as BIGINT, as Spark's."""
+    return _spark_integers(_query(table, sql))

@@ -1,0 +1,195 @@
+"""JSONL read with a declared schema (``source.options.schema``): Arrow tables of the declared columns.
+
+Plain UTF-8 input is parsed 8 MiB at a time by ``pyarrow.json`` into the declared Arrow types. A
+block goes to Arrow only when every line is one JSON object with nothing around it (``{`` first,
+``}`` last), it holds no CR and is valid UTF-8, Arrow parses it without an error, and Arrow's row
+count equals the line count. Any other block (a bad line, a blank or non-object line, a value of
+another kind than declared, a CR) is read line by line like ``read_jsonl``: every bad line becomes a
+row error with its ``path#line=N`` and reason, and the good lines of the block are kept. Compressed
+files and other encodings are read line by line throughout. The values are Spark's: integers take
+JSON integers in range only, doubles any JSON number, strings any value (non-strings as their
+compact JSON text), structs objects, arrays arrays; fields not declared are left out. A value of
+another kind makes the row a ``TypeError`` row error.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, BinaryIO, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from connectors.formats import BadRecord
+from connectors.formats.compressed import DamagedFile
+from connectors.formats.lines import jsonl_row, read_jsonl
+from dataflow.columns import SOURCE
+
+__all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
+
+_BOM = b"\xef\xbb\xbf"
+_BLOCK = 8 << 20  # bytes read and checked at once
+_PARSE_BLOCK = 1 << 20  # bytes Arrow parses at once: faster than 8 MiB at once (it stays in the CPU caches)
+_ROWS = 4096  # rows of a table built line by line
+_INTS = {pa.int32(): (-(2**31), 2**31 - 1), pa.int64(): (-(2**63), 2**63 - 1)}
+
+
+def _arrow_type(ddl) -> pa.DataType:
+    from sqlglot import exp
+
+    t = exp.DataType.Type
+    simple = {t.TEXT: pa.string(), t.VARCHAR: pa.string(), t.INT: pa.int32(), t.BIGINT: pa.int64(), t.DOUBLE: pa.float64(),
+              t.FLOAT: pa.float32(), t.BOOLEAN: pa.bool_()}
+    if ddl.this in simple:
+        return simple[ddl.this]
+    if ddl.this == t.STRUCT:
+        return pa.struct([pa.field(f.name, _arrow_type(f.args["kind"])) for f in ddl.expressions])
+    if ddl.this == t.ARRAY:
+        return pa.list_(_arrow_type(ddl.expressions[0]))
+    raise ValueError(ddl.sql(dialect="spark"))
+
+
+def arrow_schema(fields: dict[str, str]) -> pa.Schema:
+    """The Arrow schema of a declared JSONL schema (field -> Spark DDL type), ``__source__`` first.
+
+    Raises:
+        ValueError: naming the field whose type is not one of string, int, long/bigint, float,
+            double, boolean, or a struct or array of them.
+    """
+    from sqlglot import exp
+    from sqlglot.errors import ParseError
+
+    if not isinstance(fields, dict) or not fields:
+        raise ValueError(f"source.options.schema must map each field to its type, got {fields!r}")
+    out = [pa.field(SOURCE, pa.string())]
+    for name, ddl in fields.items():
+        if name == SOURCE:
+            continue
+        try:
+            out.append(pa.field(name, _arrow_type(exp.DataType.build(str(ddl), dialect="spark"))))
+        except (ValueError, ParseError) as exc:
+            raise ValueError(f"source.options.schema: field '{name}' has type '{ddl}', which a Ray jsonl read does not take "
+                             "(string, int, long, float, double, boolean, struct<...>, array<...>); read it as a string and convert it in a step") from exc
+    return pa.schema(out)
+
+
+class _NotA(Exception):
+    """A JSON value of another kind than declared; ``args[0]`` names the field."""
+
+
+def _convert(value: Any, kind: pa.DataType, name: str) -> Any:
+    if value is None:
+        return None
+    if kind in _INTS:
+        lo, hi = _INTS[kind]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise _NotA(name, kind)
+        return value
+    if pa.types.is_floating(kind):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _NotA(name, kind)
+        return float(value)
+    if pa.types.is_boolean(kind):
+        if not isinstance(value, bool):
+            raise _NotA(name, kind)
+        return value
+    if pa.types.is_struct(kind):
+        if not isinstance(value, dict):
+            raise _NotA(name, kind)
+        return {f.name: _convert(value.get(f.name), f.type, f"{name}.{f.name}") for f in kind}
+    if pa.types.is_list(kind):
+        if not isinstance(value, list):
+            raise _NotA(name, kind)
+        return [_convert(v, kind.value_type, f"{name}[]") for v in value]
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def _typed(row: dict | BadRecord, schema: pa.Schema) -> dict | BadRecord:
+    """A parsed line's declared fields in their types, or a ``TypeError`` row error naming the field."""
+    if isinstance(row, BadRecord):
+        return row
+    try:
+        return {f.name: row[SOURCE] if f.name == SOURCE else _convert(row.get(f.name), f.type, f.name) for f in schema}
+    except _NotA as exc:
+        return BadRecord(row[SOURCE], "TypeError", f"field '{exc.args[0]}' is not a {exc.args[1]}")
+
+
+def _tables(records: Iterator[dict | BadRecord], schema: pa.Schema) -> Iterator[pa.Table | BadRecord]:
+    """Row errors as they come, the typed rows as tables of up to ``_ROWS`` rows."""
+    rows = []
+    for rec in records:
+        rec = _typed(rec, schema)
+        if isinstance(rec, BadRecord):
+            yield rec
+            continue
+        rows.append(rec)
+        if len(rows) == _ROWS:
+            yield pa.Table.from_pylist(rows, schema)
+            rows = []
+    if rows:
+        yield pa.Table.from_pylist(rows, schema)
+
+
+def read_typed_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:
+    """The declared columns of every line, line by line (compressed files, other encodings)."""
+    yield from _tables(read_jsonl(source, f, options), arrow_schema(options["schema"]))
+
+
+def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:
+    """The declared columns of every line of plain UTF-8 JSONL, 8 MiB blocks parsed by Arrow where they are clean."""
+    schema = arrow_schema(options["schema"])
+    number, rest = 0, b""
+    while True:
+        try:
+            chunk = f.read(_BLOCK)
+        except DamagedFile as exc:
+            yield BadRecord(source, "DamagedFile", f"{exc} (after line {number}; the lines before it were read)")
+            return
+        data = rest + chunk
+        cut = len(data) if not chunk else data.rfind(b"\n") + 1  # whole lines only, but the last one
+        data, rest = data[:cut], data[cut:]
+        if number == 0 and data.startswith(_BOM):
+            data = data[3:]
+        if data:
+            table = _arrow_block(data, schema)
+            if table is None:
+                lines = data.splitlines()
+                yield from _tables((rec for i, raw in enumerate(lines, start=number + 1)
+                                    if (rec := jsonl_row(f"{source}#line={i}", raw)) is not None), schema)
+                number += len(lines)
+            else:
+                yield _with_lineage(table, source, number)
+                number += table.num_rows
+        if not chunk:
+            return
+
+
+def _arrow_block(data: bytes, schema: pa.Schema) -> pa.Table | None:
+    """The block parsed by Arrow, one row per line, or None when it must be read line by line."""
+    import pyarrow.json as pj
+
+    if b"\r" in data:
+        return None
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    if not data.endswith(b"\n"):
+        ends = np.r_[ends, len(data)]
+    # NOTE: only objects go to Arrow (`{` first, `}` last): it reads a `null` line as a row of nulls, and crashes the process on a block of them.
+    if buf[0] != ord("{") or (buf[ends - 1] != ord("}")).any() or (buf[ends[:-1] + 1] != ord("{")).any():
+        return None
+    try:
+        data.decode("utf-8")  # Arrow's parser does not check it
+    except UnicodeDecodeError:
+        return None
+    try:
+        table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(use_threads=False, block_size=_PARSE_BLOCK),
+                             parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(schema)[1:]), unexpected_field_behavior="ignore"))
+    except pa.ArrowInvalid:
+        return None
+    return table if table.num_rows == len(ends) else None  # `{..}{..}` on one line is two objects: line by line
+
+
+def _with_lineage(table: pa.Table, source: str, number: int) -> pa.Table:
+    import pyarrow.compute as pc
+
+    numbers = pa.array(np.arange(number + 1, number + table.num_rows + 1)).cast(pa.string())
+    return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{source}#line=", numbers, ""))

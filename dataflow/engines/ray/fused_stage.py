@@ -1,0 +1,55 @@
+"""The last stage before an aggregation's checkpoint and its partial states, as one map (``runtime.fused_sql``).
+
+Each batch runs as one DuckDB query where ``FusedAggregate`` can run it, else as the stage's steps
+one by one followed by the partial aggregation (``StageFn`` then ``_PartialAggregate``): the same
+states, counters and row errors either way.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from dataflow.batch import from_arrow, plain_arrow, to_arrow
+from dataflow.columns import SOURCE
+from dataflow.runtime.stats import SideOutputs, batch_key
+
+__all__ = ["FusedStageFn", "fused_stage"]
+
+
+def fused_stage(stage, write) -> tuple | None:
+    """The aggregation call and its split when ``stage`` (a RayStage of tasks) can fuse with the partial states ``write`` checkpoints, else None."""
+    from dataflow.engines.ray.global_ops import _two_phase
+    from dataflow.runtime.fused_sql import fusable
+
+    call = write.feeds if write is not None and write.reads is not None else None
+    if call is None or call.op.name != "table.aggregate" or stage.compute != "tasks" or not fusable(list(stage.calls)):
+        return None
+    split = _two_phase(call.params)
+    return None if split is None else (call, split)
+
+
+class FusedStageFn:
+    """``stage`` then ``call``'s partial states (``split``) per batch: one query, else step by step; counters under both steps' names."""
+
+    def __init__(self, stage, call, split, partial_name: str, side: SideOutputs):
+        self.stage, self.call, self.split, self.partial_name, self.side = stage, call, split, partial_name, side
+        self._fused = self._steps = None
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from dataflow.engines.ray.global_ops import _PartialAggregate
+        from dataflow.runtime.fused_sql import FusedAggregate
+        from dataflow.runtime.stage import StageExecutor
+
+        keys = list(self.call.params.keys or [])
+        if self._fused is None:
+            self._fused = FusedAggregate(list(self.stage.calls), list(self.stage.keeps) or [None] * len(self.stage.calls), self.split, keys)
+            self._steps = StageExecutor(list(self.stage.calls), keeps=list(self.stage.keeps) or None)
+        key = batch_key(batch.column(SOURCE) if SOURCE in batch.column_names else [])
+        done = self._fused.run(batch) if plain_arrow(batch) else None
+        if done is not None:
+            states, stats, partial = done
+            self.side.write(self.stage.name, key, [], stats)
+            self.side.write(f"{self.partial_name}-partial", key, [], {self.call.index: partial})
+            return states
+        out, errors, stats = self._steps.run(batch if plain_arrow(batch) else from_arrow(batch))
+        self.side.write(self.stage.name, key, errors, stats)
+        return _PartialAggregate(self.partial_name, self.call, self.side, self.split)(out if isinstance(out, pa.Table) else to_arrow(out))

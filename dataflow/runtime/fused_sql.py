@@ -1,0 +1,121 @@
+"""A stage of SQL table steps and the partial states of the aggregation after it, as one DuckDB query per batch.
+
+``table.filter_rows``, ``table.with_columns`` and ``table.select`` each run one or two DuckDB
+queries per batch, and the aggregation's partial states (``TwoPhase.partial_rows``) one more, each
+over the previous one's Arrow output. :class:`FusedAggregate` nests them into one query: the
+rows between the steps are never built. It gives the same states and per-step counters as the
+steps run one by one, and says so by returning None where it cannot:
+
+- a stage with more than one filter (the rows kept after the first would not be counted), a
+  step of another op, or one whose inputs are type-checked row by row: never fused;
+- a batch of no rows, or a batch the query fails on (a DuckDB error: a cast, a missing column):
+  run step by step, where the bad rows become row errors as before;
+- a stage where a ``with_columns`` expression computes a floating-point column: step by step,
+  since a NaN it computes reads as null in the next step's query but not inside one query.
+"""
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataflow.columns import SOURCE
+from dataflow.runtime.stage import StepCall, StepStats
+
+__all__ = ["FUSABLE", "FusedAggregate", "fusable"]
+
+FUSABLE = ("table.filter_rows", "table.select", "table.with_columns")
+_ROWS = "__df_rows"
+
+
+def fusable(calls: list[StepCall]) -> bool:
+    """Whether these steps can run as one query: SQL table steps only, at most one filter, no row-wise type checks."""
+    return (bool(calls) and all(c.op.name in FUSABLE and not c.op.typed_inputs(c.params) for c in calls)
+            and sum(c.op.name == "table.filter_rows" for c in calls) <= 1)
+
+
+def _has_float(kind: pa.DataType) -> bool:
+    if pa.types.is_floating(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_float(f.type) for f in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _has_float(kind.value_type)
+    return pa.types.is_map(kind) and (_has_float(kind.key_type) or _has_float(kind.item_type))
+
+
+class FusedAggregate:
+    """The steps ``calls`` (``keeps``: per step, the columns later steps read, None: all) and the partial states of ``split`` by ``keys``."""
+
+    def __init__(self, calls: list[StepCall], keeps: list[frozenset[str] | None], split, keys: list[str]):
+        self.calls, self.keeps, self.split, self.keys = calls, keeps, split, keys
+        self._sql: dict[pa.Schema, str | None] = {}
+
+    def run(self, table: pa.Table) -> tuple[pa.Table, dict[int, StepStats], StepStats] | None:
+        """The batch's partial states (``pa.table({})`` when no row is left), each step's counters and the partial step's; None: run it step by step."""
+        import duckdb
+
+        from dataflow.ops.table import duck
+
+        if not table.num_rows:
+            return None
+        if table.schema not in self._sql:
+            self._sql[table.schema] = self._query(table.slice(0, 0))
+        sql = self._sql[table.schema]
+        if sql is None:
+            return None
+        start = time.perf_counter()
+        try:
+            states = duck.query(table, sql)
+        except duckdb.Error:
+            return None
+        kept = int(pc.sum(states.column(_ROWS)).as_py() or 0)
+        states = states.drop_columns([_ROWS]) if kept else pa.table({})
+        share = (time.perf_counter() - start) / (len(self.calls) + 1)
+        stats, rows = {}, table.num_rows
+        for call in self.calls:
+            st = stats[call.index] = StepStats(rows_in=rows, seconds=share)
+            if call.op.name == "table.filter_rows":
+                st.drops[call.op.name] = rows - kept
+                rows = kept
+            st.rows_out = rows
+        return states, stats, StepStats(rows_in=kept, seconds=share)
+
+    def _query(self, empty: pa.Table) -> str | None:
+        """The fused query for batches of ``empty``'s schema; None when a step computes a float column or its SQL cannot be built."""
+        import duckdb
+
+        from dataflow.ops.table import duck
+
+        names, sql = list(empty.column_names), duck.TABLE
+        try:
+            for call, keep in zip(self.calls, self.keeps):
+                p = call.params
+                if call.op.name == "table.filter_rows":
+                    from dataflow.ops.table.sql import duckdb_sql, parse
+
+                    sql = f"(SELECT * FROM {sql} WHERE (({duckdb_sql(parse(p.where), p.vars)}) IS TRUE))"
+                elif call.op.name == "table.with_columns":
+                    from dataflow.ops.table.json_tuple import HIDDEN, duckdb_columns
+
+                    columns = duckdb_columns(p.columns, p.vars)
+                    inner, after = duck.with_columns_sql(names, columns, sql)
+                    computed = duck.query(empty, f"SELECT {', '.join(duck.quoted(n) for n in columns)} FROM ({inner})")
+                    if any(_has_float(f.type) for f in computed.schema):
+                        return None
+                    hidden = [n for n in after if n.startswith(HIDDEN) and n not in names]
+                    names = [n for n in after if n not in hidden]
+                    sql = f"({inner})" if not hidden else f"(SELECT * EXCLUDE ({', '.join(duck.quoted(n) for n in hidden)}) FROM ({inner}))"
+                else:  # table.select
+                    names = list(dict.fromkeys([*p.columns, *([SOURCE] if SOURCE in names else [])]))
+                    sql = f"(SELECT {', '.join(duck.quoted(n) for n in names)} FROM {sql})"
+                if keep is not None and any(n not in keep for n in names):
+                    names = [n for n in names if n in keep]
+                    sql = f"(SELECT {', '.join(duck.quoted(n) for n in names)} FROM {sql})"
+            extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in names else {}
+            sql = duck.aggregate_sql(self.keys, {**self.split.partial, **extra, _ROWS: "count(*)"}, sql)
+            duck.query(empty, sql)  # binds: a missing column or a type error shows here, once
+        except (duckdb.Error, ValueError, KeyError):
+            return None
+        return sql

@@ -1,0 +1,73 @@
+"""A jsonl source with a declared schema on Ray (Arrow blocks, fused SQL into partial states) gives Spark's groups and row errors."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pyarrow.parquet as pq
+import pytest
+
+from dataflow.dsl.parse import parse_pipeline
+from dataflow.engines.base import RunOptions
+from dataflow.errors import PlanError
+from dataflow.runner import run_pipeline
+
+QUIET = RunOptions(progress=False)
+SCHEMA = {"service": "string", "level": "string", "lat": "double", "msg": "string", "ctx": "struct<region: string, attempt: int>"}
+BAD = ["{not json", '{"service": "a", "level": "INFO", "lat": "fast"}', "null", '{"service": "b", "ctx": {"attempt": 1.5}}']
+
+
+def _write(folder: pathlib.Path) -> None:
+    folder.mkdir()
+    for f in range(3):
+        lines = [json.dumps({"service": "abc"[(i + f) % 3], "level": ["DEBUG", "INFO", "WARN"][i % 3], "lat": None if i % 7 == 0 else i % 13 + f / 4,
+                             "msg": f"code={[200, 500, 503][i % 3]}", "ctx": {"region": ["eu", "us"][i % 2], "attempt": i % 3}, "host": "h"})
+                 for i in range(60)]
+        lines.insert(10 + f, BAD[f])
+        if f == 2:
+            lines.insert(30, BAD[3])
+        (folder / f"part-{f}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _doc(data: pathlib.Path, out: pathlib.Path, engine: str) -> dict:
+    return {"name": "typed", "engine": engine, "source": {"uri": str(data), "format": "jsonl", "options": {"schema": SCHEMA, "files_per_shard": 1}},
+            "steps": [{"op": "table.filter_rows", "params": {"where": "level <> 'DEBUG'"}},
+                      {"op": "table.with_columns", "params": {"columns": {"region": "ctx.region", "code": r"regexp_extract(msg, 'code=(\\d+)', 1)"}}},
+                      {"op": "table.aggregate", "params": {"keys": ["service", "level"], "aggregations": {
+                          "n": "count(*)", "mu": "avg(lat)", "p": "percentile_approx(lat, 0.5)", "errs": "count_if(code LIKE '5%')", "eu": "count_if(region = 'eu')"}}}],
+            "sink": {"uri": str(out), "format": "parquet"}}
+
+
+def _groups(out: pathlib.Path) -> list[dict]:
+    files = json.loads((out / "_manifest.json").read_text())["files"]
+    rows = [r for f in files for r in pq.read_table(out / f["path"]).to_pylist()]
+    return sorted(({k: v for k, v in r.items() if k != "__source__"} for r in rows), key=lambda r: (r["service"], r["level"]))
+
+
+def _errors(out: pathlib.Path) -> list[tuple[str, str]]:
+    recs = [json.loads(line) for p in (out / "_errors").rglob("*.jsonl") for line in p.read_text().splitlines()]
+    return sorted((pathlib.Path(r["source"]).name, r["error_type"]) for r in recs)
+
+
+def test_declared_schema_on_ray_matches_spark(ray_local, spark_local, tmp_path):
+    data = tmp_path / "logs"
+    _write(data)
+    reports = {e: run_pipeline(parse_pipeline(_doc(data, tmp_path / e, e)), QUIET) for e in ("ray", "spark")}
+    ray, spark = _groups(tmp_path / "ray"), _groups(tmp_path / "spark")
+    assert [{k: r[k] for k in ("service", "level", "n", "errs", "eu", "p")} for r in ray] == [{k: r[k] for k in ("service", "level", "n", "errs", "eu", "p")} for r in spark]
+    assert [r["mu"] for r in ray] == pytest.approx([r["mu"] for r in spark])
+    assert reports["ray"].rows_errored == reports["spark"].rows_errored == 4
+    assert _errors(tmp_path / "ray") == [("part-0.jsonl#line=11", "JSONDecodeError"), ("part-1.jsonl#line=12", "TypeError"),
+                                         ("part-2.jsonl#line=13", "TypeError"), ("part-2.jsonl#line=31", "TypeError")]
+    steps = {s.op: s for s in reports["ray"].steps}
+    assert steps["table.filter_rows"].rows_in == 180 and steps["table.aggregate"].rows_in == steps["table.filter_rows"].rows_out == 120
+
+
+def test_a_type_ray_does_not_read_is_refused_before_the_run(ray_local, tmp_path):
+    data = tmp_path / "logs"
+    _write(data)
+    doc = _doc(data, tmp_path / "out", "ray")
+    doc["source"]["options"]["schema"] = {**SCHEMA, "ts": "timestamp"}
+    with pytest.raises(PlanError, match="field 'ts' has type 'timestamp'"):
+        run_pipeline(parse_pipeline(doc), QUIET)
+    assert not (tmp_path / "out").exists()
