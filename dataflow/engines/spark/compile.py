@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from connectors.registry import scheme_of
+from dataflow.columns import SOURCE
 from dataflow.dsl.spec import SinkSpec, SourceSpec
 from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import OpKind, Params
@@ -15,6 +16,7 @@ from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.python_steps import PYTHON_LOWERING, python_allowed
 from dataflow.plan.columns import named_by, needed_after
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Step, Write, steps_of
+from dataflow.plan.validate import param_reads
 from dataflow.runtime.stage import StepCall
 
 __all__ = ["READ_METHODS", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "SparkWrite", "compile_plan"]
@@ -22,6 +24,10 @@ __all__ = ["READ_METHODS", "SparkInput", "SparkJob", "SparkRead", "SparkStep", "
 DEFAULT_ROWS_PER_FILE = 10_000
 
 READ_METHODS = {"csv": "csv records", "jsonl": "JSON lines", "parquet": "parquet", "text": "text"}
+
+# Steps whose rows do not depend on __source__ and that record no row errors of their own (whose
+# records name it). An aggregate's min(__source__) is only lineage, kept when the sink writes it.
+_LINEAGE_FREE = frozenset({"table.aggregate", "table.filter_rows", "table.select", "table.with_columns"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class SparkRead:
     remote: bool
     counted: bool = True  # its rows are the run's input rows (read counters, step -1)
     named: frozenset[str] = frozenset()  # the columns the steps name: an input without a JSON object still has them (null)
+    lineage: bool = True  # False: no step and not the sink reads __source__ (a read may then skip making it)
 
     def describe(self) -> str:
         if self.source.in_memory:
@@ -144,7 +151,7 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
             steps += steps_of([node])
     if read is not None:
-        read = replace(read, named=named_by(steps))
+        read = replace(read, named=named_by(steps), lineage=_reads_lineage(steps, write))
     return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write
 
 
@@ -160,6 +167,13 @@ def compile_plan(plan: LogicalPlan) -> SparkJob:
         side_read, side_steps, _ = _lower_chain(side.nodes)
         inputs.append(SparkInput(name=side.name, read=SparkRead(side_read.source, side_read.method, side_read.remote, counted=False), steps=tuple(side_steps)))
     return SparkJob(plan=plan, read=read, steps=tuple(steps), write=write, inputs=tuple(inputs))
+
+
+def _reads_lineage(steps: list[Step], write: SparkWrite | None) -> bool:
+    """Whether anything reads the rows' ``__source__``: the sink, a step that names it, or a step not known to leave it alone."""
+    if write is None or write.sink.lineage:
+        return True
+    return any(s.op.name not in _LINEAGE_FREE or SOURCE in param_reads(s.params)[0] or SOURCE in s.op.columns(s.params)[0] for s in steps)
 
 
 def _drops_rows(op) -> bool:

@@ -1,6 +1,7 @@
 """SparkEngine: compile plans to SparkJobs and run them on a local or remote Spark."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +38,7 @@ class SparkEngine(Engine):
         Inferred once from the first files of the whole sorted input, so every shard (and a
         resumed run) writes the same columns and types.
         """
-        from dataflow.engines.spark.read import infer_json_fields, sample_lines
+        from dataflow.engines.spark.json_schema import infer_json_fields, sample_lines
 
         source = job.read.source
         if source.format != "jsonl" or source.options.get("schema") or not inputs:
@@ -61,22 +62,27 @@ class SparkEngine(Engine):
         return list_files(src.uri, src.format, src.options, ctx.storage_options)
 
     def execute(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> list[Any]:
+        from dataflow.engines.spark.json_fast import one_task_per_file
         from dataflow.engines.spark.progress import spark_progress
         from dataflow.engines.spark.run import build_frames, write_outputs
         from dataflow.engines.spark.session import ensure_spark
 
         spark = ensure_spark(options.spark_master)
         with spark_progress(spark, enabled=options.progress):
-            frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, cache=ctx.cache)
-            return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
+            frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, cache=ctx.cache, fast_json=True)
+            with one_task_per_file(spark) if frames.one_task_per_file else contextlib.nullcontext():
+                return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
 
     def take(self, job: SparkJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
+        from dataflow.engines.spark.json_fast import one_task_per_file
         from dataflow.engines.spark.run import build_frames
         from dataflow.engines.spark.session import ensure_spark
 
         spark = ensure_spark(options.spark_master)
-        frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, observe=False)
-        return [{k: bytes(v) if isinstance(v, bytearray) else v for k, v in row.asDict().items()} for row in frames.output.limit(n).collect()]
+        frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, observe=False, fast_json=True)
+        with one_task_per_file(spark) if frames.one_task_per_file else contextlib.nullcontext():
+            rows = frames.output.limit(n).collect()
+        return [{k: bytes(v) if isinstance(v, bytearray) else v for k, v in row.asDict().items()} for row in rows]
 
     def hold(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> tuple[Any, int]:
         """Run ``job`` into a persisted DataFrame, not its sink: the DataFrame and its rows (``Pipeline.to_spark``)."""

@@ -6,8 +6,8 @@ that is not UTF-8 a row error; Parquet with its row index); remote files, text i
 cover them all, and a damaged one must keep its first lines) and CSV (for the Ray reader's
 semantics) go through ``DataflowSource``, which streams them. A file is read by one task, as on Ray.
 A ``__source__`` column or field in the data is replaced by the read's own lineage; every other
-column, ``source`` included, is the user's. (Over 350 lines: every format's read keeps the same
-lineage rules here; the JSON schema inference is the next piece to move out.)
+column, ``source`` included, is the user's. A JSONL schema left undeclared is inferred by
+``json_schema``; plain local JSONL whose lines all start with ``{`` is read by ``json_fast``.
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from dataflow.columns import SOURCE
-from dataflow.engines.spark.columns import col, sql_literal, sql_name
+from dataflow.engines.spark.columns import col, sql_literal
 from dataflow.ops.registry import get_op
-from dataflow.ops.table.types import SPARK_TYPES
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
+from dataflow.engines.spark.json_schema import infer_json_fields, sample_lines
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
@@ -34,10 +34,8 @@ from dataflow.engines.spark.table_ops import BAD, Checked
 if TYPE_CHECKING:
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["infer_json_fields", "read_source", "sample_lines"]
+__all__ = ["read_source"]
 
-_SAMPLE_FILES = 8
-_SAMPLE_LINES = 1000
 _GLOB_CHARS = "\\[]{}*?"
 UNDECODABLE = "__df_undecodable"
 JSON_LINE = "__df_json_line"
@@ -175,103 +173,8 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
     return Checked(df.withColumn(BAD, F.col(UNDECODABLE)), [case], helpers=(UNDECODABLE,), errors_from=failed, flag=UNDECODABLE)
 
 
-def _value_type(value: Any) -> Any:
-    """A JSON value's type: a type name, ``("struct", {field: type})`` or ``("array", type)``."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, dict):
-        fields: dict[str, Any] = {}
-        for key, v in value.items():
-            fields[key] = _merge(fields.get(key), None if v is None else _value_type(v))
-        return ("struct", fields)
-    if isinstance(value, list):
-        element = None
-        for v in value:
-            if v is not None:
-                element = _merge(element, _value_type(v))
-        return ("array", element)
-    return "string"
-
-
-def _merge(seen: Any, kind: Any) -> Any:
-    """The type that holds both: numbers widen to double, structs merge by field, arrays by element, other mixes are string."""
-    if seen is None or seen == kind:  # None: only nulls seen so far
-        return kind
-    if kind is None:
-        return seen
-    if isinstance(seen, str) and isinstance(kind, str):
-        return "double" if {seen, kind} == {"long", "double"} else "string"
-    if isinstance(seen, tuple) and isinstance(kind, tuple) and seen[0] == kind[0] == "struct":
-        fields = dict(seen[1])
-        for name, t in kind[1].items():
-            fields[name] = _merge(fields.get(name), t)
-        return ("struct", fields)
-    if isinstance(seen, tuple) and isinstance(kind, tuple) and seen[0] == kind[0] == "array":
-        return ("array", _merge(seen[1], kind[1]))
-    return "string"
-
-
-def _ddl(kind: Any, nested: bool = False) -> str:
-    """A field's type for ``table.parse_json``: a type name at the top, Spark DDL for nested values.
-
-    A field that held only nulls is a string (of nulls), so it is still a column or struct field.
-    """
-    if kind is None:
-        kind = "string"
-    if isinstance(kind, str):
-        return SPARK_TYPES[kind] if nested else kind
-    if kind[0] == "array":
-        return f"ARRAY<{_ddl(kind[1] or 'string', True)}>"
-    if not kind[1]:
-        return "string"  # an object that was always empty: kept as its JSON text
-    return f"STRUCT<{', '.join(f'{sql_name(k)}: {_ddl(t, True)}' for k, t in kind[1].items())}>"
-
-
-def infer_json_fields(lines: list[str]) -> dict[str, str]:
-    """Field -> Spark DDL type over sample JSON lines (see ``_merge``); objects and arrays keep their structure."""
-    fields: dict[str, Any] = {}
-    for line in lines:
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(value, dict):
-            continue
-        for key, v in value.items():
-            if key != SOURCE:
-                fields[key] = _merge(fields.get(key), None if v is None else _value_type(v))
-    return {k: _ddl(t) for k, t in fields.items()}
-
-
-def sample_lines(files: list[str], storage: dict) -> list[str]:
-    """Up to the first 1,000 lines of each of the first eight ``files`` that hold a line (empty files are
-    passed over): the sample a JSON schema is inferred from. ``source.options.schema`` declares it instead."""
-    from connectors.formats.compressed import DamagedFile
-    from connectors.registry import open_lines
-
-    out: list[str] = []
-    sampled = 0
-    for uri in files:
-        if sampled == _SAMPLE_FILES:
-            break
-        before = len(out)
-        with open_lines(uri, storage) as f:
-            try:
-                for number, raw in enumerate(f):
-                    if number >= _SAMPLE_LINES:
-                        break
-                    out.append(raw.decode("utf-8", "replace"))
-            except DamagedFile:
-                pass  # the sample is what could be read; the read reports the damage
-        sampled += len(out) > before
-    return out
-
-
-def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> Checked:
+def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: bool = False) -> Checked:
+    """Parsed JSON lines; ``fast``: ``files`` passed ``json_fast.eligible`` and the job's actions run one task per file."""
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
@@ -289,7 +192,14 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     fused = parsed()
     # The error write parses the lines again, and only when the counters show bad rows: cheaper
     # than persisting every parsed row of a clean input for it.
-    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=lambda: parsed().df)
+    errors_from = lambda: parsed().df  # noqa: E731
+    if fast:
+        from dataflow.engines.spark.json_fast import CORRUPT, FAILED, fast_jsonl
+
+        df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage)
+        # The same bad rows as the exact path's; their records (source, reason) come from it.
+        return Checked(df.withColumn(BAD, F.col(FAILED)), fused.cases, helpers=(CORRUPT, FAILED, *fused.helpers, JSON_LINE), errors_from=errors_from)
+    return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=errors_from)
 
 
 def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
@@ -330,12 +240,16 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
     return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, cache, columns=names)
 
 
-def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None) -> DataFrame | Checked:
+def read_source(
+    spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: bool = False
+) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``__source__`` column first, then the data.
 
     For text and jsonl the result is ``Checked``: the rows, with the lines that are not UTF-8 (or,
     for jsonl, do not parse) flagged.
     ``cache`` (a ``CacheSettings``): the Python data source reads remote files through the cache tier.
+    ``fast_json``: JSON lines are read by ``json_fast`` (the caller checked ``json_fast.eligible``
+    and runs the job's actions inside ``json_fast.one_task_per_file``).
     """
     if read.source.in_memory:  # rows this process holds (dataflow.memory), no files
         from dataflow.engines.spark.memory_io import held_frame
@@ -349,7 +263,7 @@ def read_source(spark, read: SparkRead, files: list[str], side, storage: dict[st
     if fmt == "csv":
         return _csv(spark, read, files, side, storage, cache)
     if fmt == "jsonl":
-        return _jsonl(spark, read, files, side, storage, cache)
+        return _jsonl(spark, read, files, side, storage, cache, fast=fast_json)
     if read.source.options.get("split", "file") == "line":
         skip_empty = read.source.options.get("skip_empty", True)
 

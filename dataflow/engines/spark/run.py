@@ -23,6 +23,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
+from dataflow.engines.spark.json_fast import eligible
 from dataflow.engines.spark.python_steps import SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
@@ -55,11 +56,13 @@ class JobFrames:
     observed: list[Observed] = field(default_factory=list)
     persisted: list[DataFrame] = field(default_factory=list)
     counted_read: bool = True
+    one_task_per_file: bool = False  # a read numbers lines by row position: run the actions in json_fast.one_task_per_file
 
 
 class _Builder:
-    def __init__(self, observe: bool):
+    def __init__(self, observe: bool, fast_json: bool = False):
         self.observe = observe
+        self.fast_json = fast_json
         self.frames = JobFrames(output=None)
         self.tag = uuid.uuid4().hex[:8]
 
@@ -110,7 +113,9 @@ class _Builder:
     def chain(
         self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: CacheSettings | None = None
     ) -> DataFrame:
-        df = read_source(spark, read, files, side, storage, cache)
+        fast = self.fast_json and eligible(read, files)
+        self.frames.one_task_per_file |= fast
+        df = read_source(spark, read, files, side, storage, cache, fast_json=fast)
         kinds = [s.kind for s in steps]
         first = 0
         if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
@@ -151,14 +156,19 @@ def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, re
     return failed.where(bad).select(source.alias("source"), op_name.alias("op"), etype.alias("error_type"), reason.alias("reason"))
 
 
-def build_frames(spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: CacheSettings | None = None) -> JobFrames:
+def build_frames(
+    spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: CacheSettings | None = None, fast_json: bool = False
+) -> JobFrames:
     """Build (lazily) the output frame of ``job`` over ``files``, and the frames of its row errors.
 
     ``cache`` (a ``CacheSettings``): remote files are read through the node-local cache tier.
+    ``fast_json``: the frames are computed only by the caller's own actions (never handed out), so
+    aligned local JSON lines may be read by ``json_fast``; the caller then runs those actions in
+    ``json_fast.one_task_per_file`` when ``JobFrames.one_task_per_file`` says so.
     """
     from connectors.registry import list_files
 
-    builder = _Builder(observe)
+    builder = _Builder(observe, fast_json)
     named: dict[str, DataFrame] = {}
     for side_input in job.inputs:
         src = side_input.read.source

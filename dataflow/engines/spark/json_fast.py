@@ -1,0 +1,133 @@
+"""Read plain local JSON lines with Spark's own JSON reader, numbering lines by row position.
+
+The exact path (``read._jsonl``) reads each file as bytes, splits it into numbered lines and
+parses every line with ``from_json``. When every line of every file starts with ``{`` (no blank
+lines, no lone CR, valid UTF-8: ``aligned``, a check on the driver) the JSON reader sees exactly
+those lines, one row each, in order; parsed with the same schema and corrupt-record column, in
+PERMISSIVE mode, they give the same rows and the same bad rows. A row's line number is its
+position in its file's one task: ``monotonically_increasing_id`` (partition index << 33 | row
+index in the partition) with the partition bits masked off. That holds only while each file is
+one whole task, so dataflow's actions run inside ``one_task_per_file`` (no split, no two files
+packed together), a split is an error (``raise_error``), and a DataFrame that leaves dataflow
+(``Pipeline.to_spark``) is read by the exact path instead.
+"""
+from __future__ import annotations
+
+import codecs
+import contextlib
+import re
+from typing import TYPE_CHECKING, Iterator
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dataflow.columns import SOURCE
+from dataflow.engines.spark.columns import sql_literal, sql_name
+from dataflow.ops.table.types import SPARK_TYPES
+
+if TYPE_CHECKING:
+    from dataflow.engines.spark.compile import SparkRead
+
+__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "one_task_per_file"]
+
+CORRUPT = "__df_json_corrupt"
+FAILED = "__df_json_failed"
+_ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
+_WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
+_TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
+_PLAIN_PATH = re.compile(r"^/[A-Za-z0-9/._~-]*$")  # as Spark's file URI spells it: no escaping needed
+
+
+def _aligned_file(path: str) -> bool:
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data:
+        return True
+    if data[:1] != b"{" or data.count(b"\n") != data.count(b"\n{") + data.endswith(b"\n"):
+        return False  # a blank line, or one the JSON reader would see differently
+    if data.count(b"\r") != data.count(b"\r\n"):
+        return False  # a lone CR: the exact path keeps it inside its line
+    return data.isascii() or _utf8(data)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False  # the exact path flags the undecodable lines
+    return True
+
+
+def eligible(read: SparkRead, files: list[str]) -> bool:
+    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
+    from connectors.registry import compression_of, strip_scheme
+
+    if read.source.format != "jsonl" or read.remote or read.source.in_memory or not files:
+        return False
+    if codecs.lookup(read.source.options.get("encoding", "utf-8")).name != "utf-8" or any(compression_of(f) is not None for f in files):
+        return False
+    return all(_aligned_file(strip_scheme(f)) for f in files)
+
+
+@contextlib.contextmanager
+def one_task_per_file(spark) -> Iterator[None]:
+    """Plan file scans as one task per whole file while dataflow's actions run; the session's settings are restored afterwards."""
+    before = {k: spark.conf.get(k, None) for k in _TASK_CONFS}
+    for k, v in _TASK_CONFS.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _path_sql(files: list[str], file_path: str) -> str:
+    """The connectors' URI of Spark's ``_metadata.file_path``: a prefix cut when no name needs URL escaping."""
+    from connectors.registry import strip_scheme
+
+    if all(_PLAIN_PATH.match(strip_scheme(f)) for f in files):
+        return f"substring({file_path}, 6)"  # 'file:' + the path itself
+    from dataflow.engines.spark.read import _our_path_sql
+
+    return _our_path_sql(file_path)
+
+
+def _failed(names: list[str]) -> str:
+    """A line that did not parse, as SQL that reads every field.
+
+    The reader converts only the fields a query reads: one that no step reads would not be
+    checked for its type, and the exact path (``from_json`` over the whole schema) flags it. The
+    fields are read in a term that is never true (a file size below 0) and that the optimizer
+    cannot fold away; it costs one null check on a good row.
+    """
+    if not names:
+        return f"{CORRUPT} IS NOT NULL"
+    return f"{CORRUPT} IS NOT NULL OR ({' AND '.join(f'{n} IS NULL' for n in names)} AND _metadata.file_size < 0)"
+
+
+def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True) -> DataFrame:
+    """(``__source__``, fields..., ``CORRUPT``, ``FAILED``) of aligned local JSON lines; ``paths`` are ``files`` as Spark's reader takes them.
+
+    ``CORRUPT`` holds a line that did not parse (or held a field of another type) and is null
+    otherwise; ``FAILED`` flags those lines. Without ``lineage`` no line numbers are made (nothing
+    reads ``__source__``).
+    """
+    ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
+    raw = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n").json(paths)
+    names = [sql_name(n) for n in fields]
+    failed = f"{_failed(names)} AS {FAILED}"
+    if not lineage:
+        return raw.selectExpr(*names, CORRUPT, failed)
+    split = "_metadata.file_block_start <> 0 OR _metadata.file_block_length <> _metadata.file_size"
+    guard = "raise_error(concat('dataflow: JSON lines file ', _metadata.file_path, ' was split across tasks; its line numbers would be wrong'))"
+    numbered = raw.selectExpr(
+        *names, CORRUPT, failed, "_metadata.file_path AS __df_file",
+        f"CASE WHEN {split} THEN {guard} ELSE monotonically_increasing_id() END AS __df_id",
+    )
+    line = f"CAST((__df_id & {_ROW_BITS}) + 1 AS STRING)"
+    source = f"concat({_path_sql(files, '__df_file')}, {sql_literal('#line=')}, {line}) AS {SOURCE}"
+    return numbered.selectExpr(source, *names, CORRUPT, FAILED)

@@ -1,0 +1,157 @@
+"""Spark's JSON-lines fast path (``engines/spark/json_fast.py``) against the exact path.
+
+The exact path reads each file as bytes and parses each numbered line; the fast path reads
+aligned files with Spark's JSON reader and numbers lines by row position. Each run here is made
+twice, once with the exact path forced (``eligible`` patched to refuse), and both must give the
+same rows, lineage strings, error records and per-step counters.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from dataflow.dsl.parse import parse_pipeline
+from dataflow.engines.base import RunOptions
+from dataflow.runner import run_pipeline
+
+SCHEMA = {"level": "string", "latency_ms": "double", "ctx": "struct<region: string>"}
+
+
+def _line(i: int) -> str:
+    return json.dumps({"level": ["INFO", "DEBUG", "WARN"][i % 3], "latency_ms": i / 4, "ctx": {"region": f"r{i % 2}"}, "__source__": "user's"})
+
+
+def _write(folder, files: dict[str, list[str]]):
+    folder.mkdir()
+    for name, lines in files.items():
+        (folder / name).write_text("".join(line + "\n" for line in lines))
+    return folder
+
+
+def _doc(data, out, steps=None, lineage=True) -> dict:
+    return {
+        "name": "jsonl_fast", "engine": "spark",
+        "source": {"uri": str(data), "format": "jsonl", "options": {"schema": SCHEMA}},
+        "steps": steps if steps is not None else [
+            {"op": "table.filter_rows", "params": {"where": "level <> 'DEBUG'"}},
+            {"op": "table.with_columns", "params": {"columns": {"region": "ctx.region"}}},
+        ],
+        "sink": {"uri": str(out), "format": "parquet", "lineage": lineage},
+    }
+
+
+def _run(tmp_path, data, name: str, monkeypatch, exact: bool, **kw):
+    import dataflow.engines.spark.run as spark_run
+
+    used = []
+    real = spark_run.eligible
+    monkeypatch.setattr(spark_run, "eligible", lambda read, files: used.append(not exact and real(read, files)) or used[-1])
+    out = tmp_path / name
+    report = run_pipeline(parse_pipeline(_doc(data, out, **kw)), RunOptions(progress=False))
+    rows = sorted(json.dumps(r, sort_keys=True) for f in out.glob("*.parquet") for r in pq.read_table(f).to_pylist())
+    errors = sorted(json.dumps(e, sort_keys=True) for p in (out / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines()))
+    steps = [(s["op"], s["rows_in"], s["rows_out"], s["rows_errored"], s["drops"]) for s in report.to_dict()["steps"]]
+    return used, rows, errors, steps
+
+
+def _both(tmp_path, data, monkeypatch, **kw):
+    fast = _run(tmp_path, data, "fast", monkeypatch, exact=False, **kw)
+    exact = _run(tmp_path, data, "exact", monkeypatch, exact=True, **kw)
+    assert fast[0] == [True] and exact[0] == [False]
+    assert fast[1:] == exact[1:]
+    return fast
+
+
+def test_clean_files_give_the_exact_paths_rows_and_lineage(spark_local, tmp_path, monkeypatch):
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(40)], "b c%.jsonl": [_line(i) for i in range(7)], "empty.jsonl": []})
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch)
+    sources = {json.loads(r)["__source__"] for r in rows}
+    assert f"{data}/a.jsonl#line=40" in sources and f"{data}/b c%.jsonl#line=1" in sources
+    assert len(rows) == 47 - 13 - 2 and errors == []
+    assert steps[0] == ("read", 47, 47, 0, {})
+
+
+def test_corrupt_lines_give_the_exact_paths_error_records_and_counters(spark_local, tmp_path, monkeypatch):
+    lines = [_line(i) for i in range(10)]
+    lines[3] = '{"level": "INFO", "latency_ms": '  # not JSON
+    lines[6] = '{"level": "INFO", "latency_ms": "slow"}'  # a field of another type
+    lines[8] = '{"level": "WARN"} trailing'
+    data = _write(tmp_path / "in", {"a.jsonl": lines, "b.jsonl": [_line(i) for i in range(5)]})
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch)
+    records = [json.loads(e) for e in errors]
+    assert {(r["source"].rsplit("/", 1)[1], r["op"]) for r in records} >= {("a.jsonl#line=4", "read"), ("a.jsonl#line=7", "read")}
+    for op, rows_in, rows_out, errored, drops in steps:
+        assert rows_in == rows_out + errored + sum(drops.values()), op
+    assert steps[0][3] == len(records) >= 2
+
+
+def test_a_field_of_another_type_is_an_error_even_when_no_step_reads_it(spark_local, tmp_path, monkeypatch):
+    lines = [_line(i) for i in range(6)]
+    lines[2] = '{"level": "INFO", "latency_ms": "slow"}'
+    data = _write(tmp_path / "in", {"a.jsonl": lines})
+    select = [{"op": "table.select", "params": {"columns": ["level"]}}]
+    _, rows, errors, _ = _both(tmp_path, data, monkeypatch, steps=select)
+    assert len(rows) == 5 and [json.loads(e)["reason"] for e in errors] == ["field 'latency_ms' is not a double"]
+
+
+def test_an_aggregate_keeps_the_min_lineage(spark_local, tmp_path, monkeypatch):
+    data = _write(tmp_path / "in", {f"p{k}.jsonl": [_line(i) for i in range(k * 5, k * 5 + 12)] for k in range(3)})
+    aggregate = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)", "p": "max(latency_ms)"}}}]
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, steps=aggregate)
+    assert {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} == {"p0.jsonl#line=1", "p0.jsonl#line=11", "p0.jsonl#line=12"}  # string order
+
+
+def test_without_lineage_the_rows_are_the_same(spark_local, tmp_path, monkeypatch):
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(9)]})
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, lineage=False)
+    assert len(rows) == 6 and all("__source__" not in json.loads(r) for r in rows)
+
+
+@pytest.mark.parametrize("body", [b'{"a": 1}\n\n{"a": 2}\n', b' {"a": 1}\n', b'{"a": 1}\r{"a": 2}\n', b'{"a": "\xff"}\n', b'[{"a": 1}]\n'],
+                         ids=["blank-line", "leading-space", "lone-cr", "not-utf8", "array"])
+def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(tmp_path, body):
+    from dataflow.engines.spark.compile import SparkRead
+    from dataflow.engines.spark.json_fast import eligible
+    from dataflow.dsl.spec import SourceSpec
+
+    (tmp_path / "ok.jsonl").write_bytes(b'{"a": 1}\r\n{"a": 2}')
+    (tmp_path / "odd.jsonl").write_bytes(body)
+    with gzip.open(tmp_path / "z.jsonl.gz", "wb") as f:
+        f.write(b'{"a": 1}\n')
+    read = SparkRead(source=SourceSpec(uri=str(tmp_path), format="jsonl"), method="JSON lines", remote=False)
+    assert eligible(read, [str(tmp_path / "ok.jsonl")])
+    assert not eligible(read, [str(tmp_path / "ok.jsonl"), str(tmp_path / "odd.jsonl")])
+    assert not eligible(read, [str(tmp_path / "z.jsonl.gz")])
+
+
+def test_a_split_file_fails_instead_of_misnumbering(spark_local, tmp_path):
+    from dataflow.engines.spark.json_fast import fast_jsonl, one_task_per_file
+
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(_line(i) + "\n" for i in range(2000)))
+    df = fast_jsonl(spark_local, [str(path)], ["file://" + str(path)], SCHEMA)
+    with one_task_per_file(spark_local):
+        assert df.count() == 2000
+        assert df.agg({"__source__": "max"}).first()[0].endswith("#line=999")
+    spark_local.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    try:
+        with pytest.raises(Exception, match="was split across tasks"):
+            df.select("__source__").collect()
+    finally:
+        spark_local.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def test_a_held_dataframe_recomputed_outside_the_run_keeps_its_lineage(spark_local, tmp_path):
+    import dataflow
+
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(3000)]})
+    held = dataflow.read(str(data), format="jsonl", schema=SCHEMA).with_engine("spark").filter("level <> 'DEBUG'").to_spark()
+    spark_local.conf.set("spark.sql.files.maxPartitionBytes", "4096")  # a recomputation splits the file
+    try:
+        held.unpersist()
+        assert held.where("__source__ LIKE '%#line=3000'").count() == 1
+    finally:
+        spark_local.conf.unset("spark.sql.files.maxPartitionBytes")
