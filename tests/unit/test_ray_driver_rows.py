@@ -19,6 +19,7 @@ ALLOWED = {
     ("global_ops.py", "semantic_dedup", "to_arrow_refs"): "the refs of the fitted centroids: one row (k x d floats), not data rows",
     ("global_ops.py", "_load", "get"): "_Assign._load, in a map task (never the driver): the one centroid row",
     ("global_ops.py", "apply_global", "to_arrow_refs"): "a join's small right side (at most broadcast_bytes): refs handed to the map tasks, not rows",
+    ("global_ops.py", "_merged_in_one_task", "to_arrow_refs"): "small partial aggregation states (at most merge_task_bytes): refs handed to the merge task, not rows",
     ("global_ops.py", "_right", "get"): "_BroadcastJoin._right, in a map task (never the driver): the small right side",
     ("memory_io.py", "arrow_table", "to_arrow_refs"): "Pipeline.to_arrow/to_pandas: the user asked for the rows in this process",
     ("memory_io.py", "arrow_table", "get"): "Pipeline.to_arrow/to_pandas: the user asked for the rows in this process",

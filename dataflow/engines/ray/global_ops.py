@@ -33,7 +33,7 @@ from dataflow.batch import from_arrow, plain_arrow, to_arrow
 from dataflow.runtime.stage import StageExecutor
 from dataflow.runtime.stats import SideOutputs, batch_key
 
-__all__ = ["apply_global", "describe_shuffle", "key_map_kwargs"]
+__all__ = ["apply_global", "describe_shuffle", "key_map_kwargs", "merge_task_bytes"]
 
 
 def describe_shuffle(spec, params) -> str:
@@ -56,7 +56,8 @@ def describe_shuffle(spec, params) -> str:
     combine = op == "table.aggregate" and _two_phase(params) is not None
     if combine:  # the map-side combine: partial states per block and group cross the shuffle, not the rows
         into = f"hash({', '.join(keys)}), {parts}" if keys else "1 partition"
-        return f"partial aggregation per block (map-side combine) -> groupby(partition).map_groups of the states on {into}: merged per group"
+        return (f"partial aggregation per block (map-side combine) -> states up to DATAFLOW_RAY_MERGE_TASK_BYTES (default 64 MiB) merge in one task, "
+                f"no shuffle; else groupby(partition).map_groups of the states on {into}: merged per group")
     if keys:
         both = " of both sides (the named source too)" if op == "table.join" else ""
         return f"groupby(partition).map_groups{both} on hash({', '.join(keys)}), {parts}"
@@ -137,7 +138,9 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
         split = _two_phase(call.params)
         if split is not None:
             # Map-side combine: each block's partial states per group cross the shuffle, not its rows.
-            ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
+            ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None).materialize()
+            if (ds.size_bytes() or 0) <= merge_task_bytes():  # states of a few MB: merged in one task, no shuffle
+                return _merged_in_one_task(ds, _MergeAggregate(stage, side, split))
             return hash_shuffle([(ds, keys)], parts, _MergeAggregate(stage, side, split), seed=not keys)
         if keys:  # only the columns it reads cross the shuffle
             ds = ds.map_batches(_Keep(_aggregate_reads(call.params)), batch_format=ARROW, batch_size=None)
@@ -203,6 +206,29 @@ class _PartialAggregate:
         st = StepStats(rows_in=block.num_rows, seconds=time.perf_counter() - start)
         self.side.write(f"{self.name}-partial", batch_key(sources), [], {self.call.index: st})
         return out
+
+
+DEFAULT_MERGE_TASK_BYTES = 64 * 1024 * 1024
+
+
+def merge_task_bytes() -> int:
+    """Partial aggregation states up to this size (``DATAFLOW_RAY_MERGE_TASK_BYTES``, default 64 MiB; below 0: never) merge in one task, without a shuffle."""
+    import os
+
+    return int(os.environ.get("DATAFLOW_RAY_MERGE_TASK_BYTES") or DEFAULT_MERGE_TASK_BYTES)
+
+
+def _merge_blocks(merge, *blocks: pa.Table) -> pa.Table:
+    tables = [b for b in blocks if b.num_columns]  # a block without rows left the partial step as pa.table({})
+    return merge(0, pa.concat_tables(tables, promote_options="permissive") if tables else None)
+
+
+def _merged_in_one_task(ds, merge):
+    """The materialized states of ``ds`` merged by ``merge`` in one Ray task (one partition), its output one block."""
+    import ray
+
+    task = ray.remote(num_cpus=1)(_merge_blocks)
+    return ray.data.from_arrow_refs([task.remote(merge, *ds.to_arrow_refs())])
 
 
 class _MergeAggregate(_PartitionOp):

@@ -165,8 +165,8 @@ sink: {uri: /o}
     assert shuffles == [
         "shuffle: a named source up to DATAFLOW_RAY_BROADCAST_BYTES (default 64 MiB) is broadcast: each left block joins it, no shuffle; "
         "else groupby(partition).map_groups of both sides on hash(link), P partitions (--shuffle-partitions; default 2 per CPU)",
-        "shuffle: partial aggregation per block (map-side combine) -> groupby(partition).map_groups of the states on hash(link), "
-        "P partitions (--shuffle-partitions; default 2 per CPU): merged per group",
+        "shuffle: partial aggregation per block (map-side combine) -> states up to DATAFLOW_RAY_MERGE_TASK_BYTES (default 64 MiB) merge in one task, "
+        "no shuffle; else groupby(partition).map_groups of the states on hash(link), P partitions (--shuffle-partitions; default 2 per CPU): merged per group",
         "shuffle: groupby(partition).map_groups into 1 partition: one Ray task holds all rows (not the driver)",
     ]
     assert "gathered at the driver" not in result.output
