@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import fnmatch
-import functools
 import json
 import os
 import posixpath
@@ -141,29 +140,31 @@ class Listing(NamedTuple):
 def _extension(path: str, fmt: str) -> str:
     """The extension a file is listed by: the one inside a compressed line file (``a.jsonl.gz`` -> ``jsonl``)."""
     name = path[path.rfind("/") + 1:]
-    return _extension_of(_suffixes(name), fmt) if name[:1] != "." else _name_extension(name, fmt)
+    if name[:1] == ".":
+        return _name_extension(name, fmt)
+    key = (_suffixes(name), fmt)
+    ext = _EXTENSIONS.get(key)
+    if ext is None:
+        ext = _EXTENSIONS[key] = _name_extension("x" + key[0], fmt)
+    return ext
 
 
 def _full_extension(path: str) -> str:
     """The extension a skipped file is reported by, with its compression suffix: ``.txt``, ``.txt.gz``."""
     name = path[path.rfind("/") + 1:]
-    return _full_extension_of(_suffixes(name)) if name[:1] != "." else _name_full_extension(name)
+    return _name_full_extension("x" + _suffixes(name)) if name[:1] != "." else _name_full_extension(name)
 
 
 def _suffixes(name: str) -> str:
     """A name's last two suffixes (``a.b.jsonl.gz`` -> ``.jsonl.gz``): all its extensions depend on."""
-    parts = name.rsplit(".", 2)
-    return "".join("." + p for p in parts[1:])
+    last = name.rfind(".")
+    if last < 0:
+        return ""
+    before = name.rfind(".", 0, last)
+    return name[before:] if before >= 0 else name[last:]
 
 
-@functools.lru_cache(maxsize=4096)
-def _extension_of(suffixes: str, fmt: str) -> str:
-    return _name_extension("x" + suffixes, fmt)
-
-
-@functools.lru_cache(maxsize=4096)
-def _full_extension_of(suffixes: str) -> str:
-    return _name_full_extension("x" + suffixes)
+_EXTENSIONS: dict[tuple[str, str], str] = {}  # (suffixes, format) -> extension: a listing meets few distinct ones
 
 
 def _name_extension(name: str, fmt: str) -> str:

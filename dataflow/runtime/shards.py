@@ -41,17 +41,12 @@ def _version(info: Mapping[str, Any]) -> Any:
     return info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or ""
 
 
-def entry_line(path: str, info: Mapping[str, Any]) -> bytes:
-    """What the hashes take of one input: its path, size and version (ETag or modification time)."""
-    return f"{path}\0{info.get('size')}\0{_version(info)}\n".encode("utf-8", "surrogatepass")
-
-
 class ShardCutter:
     """Cut sorted ``(uri, info)`` entries into shards of ``size`` files, in order, as they come.
 
     Args:
         size: Files per shard (the last one may hold fewer).
-        path_of: The path a URI is hashed by (its scheme left out), as the input fingerprint has it.
+        path_of: The path a URI with a scheme is hashed by (the scheme left out).
     """
 
     def __init__(self, size: int, path_of: Callable[[str], str] = str):
@@ -63,12 +58,16 @@ class ShardCutter:
 
     def add(self, entries: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Shard]:
         """Take the next entries; return the shards they complete."""
-        out = []
-        for uri, info in entries:
-            line = entry_line(self.path_of(uri), info)
-            self._digest.update(line)
-            self._whole.update(line)
-            self._uris.append(uri)
+        entries = list(entries)
+        out, at, path_of = [], 0, self.path_of
+        while at < len(entries):
+            take = entries[at : at + self.size - len(self._uris)]
+            # A URI without a scheme is a local path already (the listing's are absolute and normalized).
+            text = "".join([f"{path_of(u) if '://' in u else u}\0{i.get('size')}\0{_version(i)}\n" for u, i in take]).encode("utf-8", "surrogatepass")
+            self._digest.update(text)
+            self._whole.update(text)
+            self._uris += [u for u, _ in take]
+            at += len(take)
             if len(self._uris) == self.size:
                 out.append(self._cut())
         return out
