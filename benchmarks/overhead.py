@@ -162,27 +162,28 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
         spans.append(marks[-1] - t)
         return marker
 
+    starts = set()  # execute_shards is called once per wave; its start and end marks are not commits
+
     def timed_shards(self, *args, **kwargs):
         marks.append(time.monotonic())
-        run_shards(self, *args, **kwargs)
-        marks.append(time.monotonic())
+        starts.add(marks[-1])
+        try:
+            run_shards(self, *args, **kwargs)
+        finally:
+            marks.append(time.monotonic())
+            starts.add(marks[-1])
 
-    import dataflow.runner
+    durations = []  # per-shard path: each shard's own Dataset, start to end
+    execute = RayEngine.execute
 
-    listing = []  # driver time spent listing and fingerprinting the inputs (per-file driver cost)
+    def timed_execute(self, *args, **kwargs):
+        t = time.monotonic()
+        try:
+            return execute(self, *args, **kwargs)
+        finally:
+            durations.append((t, time.monotonic() - t))
 
-    def timed(fn):
-        def call(*args, **kwargs):
-            t = time.monotonic()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                listing.append(time.monotonic() - t)
-        return call
-
-    Progress.stage, RayEngine.execute_shards = timed_stage, timed_shards
-    list_inputs = dataflow.runner._list_inputs
-    dataflow.runner._list_inputs = timed(list_inputs)  # the listing and the fingerprint (from the listing's entries)
+    Progress.stage, RayEngine.execute_shards, RayEngine.execute = timed_stage, timed_shards, timed_execute
     options = {"files_per_shard": files_per_shard} if files_per_shard else {}
     spec = parse_pipeline({"name": "overhead", "engine": "ray", "source": {"uri": src, "format": "jsonl", "options": options},
                            "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 5"}}, {"op": "table.with_columns", "params": {"columns": {"m": "n * 2"}}}],
@@ -190,13 +191,18 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
     start = time.monotonic()
     report = run_pipeline(spec, RunOptions(progress=False, stream_shards=kind == "stream"))
     wall = time.monotonic() - start
-    begin, commits, end = marks[0], marks[1:-1], marks[-1]
+    begin, commits, end = marks[0], [m for m in marks if m not in starts], marks[-1]
+    from dataflow.runtime.shards import ShardCutter, ShardFeed
+
     t = time.monotonic()
-    list_inputs(src, "jsonl", options, {})  # again, warm: the per-file part of the listing, without its first imports
+    cutter = ShardCutter(256)
+    for _ in ShardFeed.of_source(spec.source, {}).waves(cutter):  # again, warm: the per-file part of the listing and cutting, without its first imports
+        pass
     warm = time.monotonic() - t
+    durations.sort()
     return {"wall": wall, "rows": report.rows_out, "shards": len(commits), "cpus": ray.cluster_resources().get("CPU"),
             "first": commits[0] - begin, "later": [b - a for a, b in zip(commits, commits[1:])], "stage_s": spans,
-            "outside_stream": wall - (end - begin), "listing": sum(listing), "listing_warm": warm}
+            "shard_s": [d for _, d in durations], "outside_stream": wall - (end - begin), "listing_warm": warm}
 
 
 def _run_child(kind: str, address: str, src: pathlib.Path, out: pathlib.Path, files_per_shard: int | None, warm: bool = False) -> dict:
@@ -220,7 +226,7 @@ def model(results: dict, files: int, model_files: int, cpus_per_node: int = 16) 
     ray_wall = statistics.median(r["wall"] for r in runs["ray-data"])
     w = ray_wall * cpus / files  # CPU-seconds of pure work per file
     s = statistics.median(x for r in runs["stream"] for x in r["stage_s"])  # driver seconds per shard commit
-    d = statistics.median(r.get("listing_warm", r["listing"]) for r in runs["stream"]) / files  # driver seconds per input file: listing, fingerprint
+    d = statistics.median(r["listing_warm"] for r in runs["stream"]) / files  # driver seconds per input file: listing, fingerprint
     fixed = statistics.median(r["outside_stream"] - d * files for r in runs["stream"])  # plan, imports (the listing's too), final commit, report
     in_stream = statistics.median(r["wall"] - r["outside_stream"] for r in runs["stream"])
     o = max(0.0, in_stream - ray_wall) * cpus / files  # task-side seconds per file (counters, routing), parallel
@@ -306,6 +312,10 @@ def _print(n: int, runs: dict[str, list[dict]], kinds: list[str]) -> None:
             firsts = [r["first"] for r in runs[kind]]
             later = [statistics.median(r["later"]) for r in runs[kind] if r["later"]]
             line += f"  shards {runs[kind][0]['shards']}, first shard {_fmt(firsts)} s, later (median gap) {_fmt(later) if later else '-'} s"
+            if runs[kind][0].get("shard_s"):
+                line += (f"\n{'':12s}shard duration (own Dataset): first {_fmt([r['shard_s'][0] for r in runs[kind]])} s, "
+                         f"later (median) {_fmt([statistics.median(r['shard_s'][1:]) for r in runs[kind] if len(r['shard_s']) > 1])} s, "
+                         f"first/later {_fmt([r['shard_s'][0] / statistics.median(r['shard_s'][1:]) for r in runs[kind] if len(r['shard_s']) > 1])}")
             line += f"\n{'':12s}driver staging per shard: first {_fmt([1e3 * r['stage_s'][0] for r in runs[kind]])} ms, later {_fmt([1e3 * statistics.median(r['stage_s'][1:]) for r in runs[kind]])} ms"
         print(line, flush=True)
 

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import posixpath
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from connectors.formats.compressed import codec_of, inner_name
 from dataflow.errors import ConnectorError
 
-__all__ = ["DEFAULT_EXTENSIONS", "LINE_FORMATS", "Listing", "list_entries", "list_files", "list_source", "to_uri"]
+__all__ = ["DEFAULT_EXTENSIONS", "LINE_FORMATS", "Listing", "list_entries", "list_files", "list_pages", "list_source", "page_size", "to_uri"]
 
 # Formats whose files may be compressed (.gz, .bz2, .xz, .zst): listed by the extension inside.
 LINE_FORMATS = frozenset({"csv", "jsonl", "text"})
@@ -67,8 +69,13 @@ def _size_option(options: dict[str, Any], key: str) -> int | None:
         raise ConnectorError(f"source.options.{key}: {exc}") from exc
 
 
-def _candidates(fs, uri: str, path: str, recursive: bool) -> tuple[dict[str, dict[str, Any]], str] | None:
-    """Return (path -> info of each file, root of relative names), or None when nothing is there."""
+def _candidates(fs, uri: str, path: str, recursive: bool) -> tuple[list[tuple[str, dict[str, Any]]], str] | None:
+    """Return ((path, info) of each file, sorted by path; root of relative names), or None when nothing is there."""
+    found = _found(fs, uri, path, recursive)
+    return None if found is None else (sorted(found[0].items()), found[1])
+
+
+def _found(fs, uri: str, path: str, recursive: bool) -> tuple[dict[str, dict[str, Any]], str] | None:
     if any(c in path for c in "*?["):
         found = fs.glob(path, detail=True)
         root = path.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0].rsplit("/", 1)[0]
@@ -91,6 +98,34 @@ def _candidates(fs, uri: str, path: str, recursive: bool) -> tuple[dict[str, dic
     return found, root
 
 
+def _walk_local(fs, path: str, recursive: bool) -> tuple[Iterator[tuple[str, dict[str, Any]]], str] | None:
+    """A local directory's files in sorted path order, walked lazily (``os.scandir``); None for anything else (globs, files, other filesystems)."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    if not isinstance(fs, LocalFileSystem) or any(c in path for c in "*?[") or not os.path.isabs(path) or not os.path.isdir(path):
+        return None
+    root = path.rstrip("/") or "/"
+    published, cut = _published(fs, root), len(root.rstrip("/")) + 1
+
+    def walk(folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        with os.scandir(folder) as it:
+            # a folder sorts as "name/": its files come where their paths sort among the siblings'
+            found = sorted((e.name + "/" if e.is_dir() else e.name, e) for e in it if not e.name.startswith((".", "_")))
+        for key, entry in found:
+            if key.endswith("/"):
+                if recursive:
+                    yield from walk(entry.path)
+                continue
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # removed while listed
+                continue
+            if published is None or _listed(entry.path[cut:], published):
+                yield entry.path, {"name": entry.path, "size": st.st_size, "type": "file", "mtime": st.st_mtime}
+
+    return walk(root), root
+
+
 def _listed(rel: str, published: set[str]) -> bool:
     return rel in published or any(rel.startswith(f"{entry}/") for entry in published)
 
@@ -104,13 +139,40 @@ class Listing(NamedTuple):
 
 def _extension(path: str, fmt: str) -> str:
     """The extension a file is listed by: the one inside a compressed line file (``a.jsonl.gz`` -> ``jsonl``)."""
-    name = inner_name(path) if fmt in LINE_FORMATS else posixpath.basename(path)
-    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    name = path[path.rfind("/") + 1:]
+    if name[:1] == ".":
+        return _name_extension(name, fmt)
+    key = (_suffixes(name), fmt)
+    ext = _EXTENSIONS.get(key)
+    if ext is None:
+        ext = _EXTENSIONS[key] = _name_extension("x" + key[0], fmt)
+    return ext
 
 
 def _full_extension(path: str) -> str:
     """The extension a skipped file is reported by, with its compression suffix: ``.txt``, ``.txt.gz``."""
-    name = posixpath.basename(path)
+    name = path[path.rfind("/") + 1:]
+    return _name_full_extension("x" + _suffixes(name)) if name[:1] != "." else _name_full_extension(name)
+
+
+def _suffixes(name: str) -> str:
+    """A name's last two suffixes (``a.b.jsonl.gz`` -> ``.jsonl.gz``): all its extensions depend on."""
+    last = name.rfind(".")
+    if last < 0:
+        return ""
+    before = name.rfind(".", 0, last)
+    return name[before:] if before >= 0 else name[last:]
+
+
+_EXTENSIONS: dict[tuple[str, str], str] = {}  # (suffixes, format) -> extension: a listing meets few distinct ones
+
+
+def _name_extension(name: str, fmt: str) -> str:
+    name = inner_name(name) if fmt in LINE_FORMATS else name
+    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
+
+
+def _name_full_extension(name: str) -> str:
     inner = inner_name(name)
     ext = f".{inner.rsplit('.', 1)[-1]}" if "." in inner else ""
     return (ext + name[len(inner):]).lower() if codec_of(name) else ext.lower()
@@ -119,6 +181,18 @@ def _full_extension(path: str) -> str:
 def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Return ``(uri, info)`` of each file a source reads (see :func:`list_source`)."""
     return list_source(fs, uri, path, fmt, options).entries
+
+
+def page_size() -> int:
+    """Files per listing page: ``DATAFLOW_LISTING_PAGE`` (default 1000)."""
+    raw = os.environ.get("DATAFLOW_LISTING_PAGE", "1000")
+    try:
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise ConnectorError(f"DATAFLOW_LISTING_PAGE: expected a positive number of files, got {raw!r}")
+    return size
 
 
 def list_source(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> Listing:
@@ -142,37 +216,66 @@ def list_source(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> L
         ConnectorError: the source does not exist or holds no matching file (unless
             ``ignore_missing``), or a size option is not a size.
     """
-    exts = options.get("extensions", DEFAULT_EXTENSIONS.get(fmt, ()))
-    exts = () if exts == "*" else tuple(e.lower().lstrip(".") for e in ([exts] if isinstance(exts, str) else exts))
+    entries: list[tuple[str, dict[str, Any]]] = []
+    skipped: Counter[str] = Counter()
+    for page in list_pages(fs, uri, path, fmt, options):
+        entries += page.entries
+        skipped.update(page.skipped)
+    return Listing(entries, dict(sorted(skipped.items())))
+
+
+def list_pages(fs, uri: str, path: str, fmt: str, options: dict[str, Any], page: int | None = None) -> Iterator[Listing]:
+    """:func:`list_source` page by page: pages of up to ``page`` files (default :func:`page_size`), in URI order.
+
+    A local directory is walked in sorted order, so its first pages come before the walk ends;
+    other sources are listed whole, then paged. The error for a source without a matching file
+    comes after the last page.
+    """
+    page = page or page_size()
+    names = options.get("extensions", DEFAULT_EXTENSIONS.get(fmt, ()))
+    names = () if names == "*" else tuple(e.lower().lstrip(".") for e in ([names] if isinstance(names, str) else names))
+    exts = frozenset(names)
     min_size, max_size = _size_option(options, "min_size"), _size_option(options, "max_size")
     ignore_missing = bool(options.get("ignore_missing", False))
-    found = _candidates(fs, uri, path, options.get("recursive", True))
+    found = _walk_local(fs, path, options.get("recursive", True)) or _candidates(fs, uri, path, options.get("recursive", True))
     if found is None:
         if ignore_missing:
-            return Listing([], {})
+            return
         raise ConnectorError(f"source '{uri}' does not exist (set source.options.ignore_missing: true to read it as empty)")
-    entries, root = found
-    paths = sorted(entries)
-    skipped: Counter[str] = Counter()
-    if exts:
-        keep = {p: _extension(p, fmt) in exts for p in paths}
-        skipped.update(_full_extension(p) for p in paths if not keep[p])
-        paths = [p for p in paths if keep[p]]
-    rel = lambda p: posixpath.relpath(p, root) if root else p  # noqa: E731
-    if options.get("include"):
-        paths = [p for p in paths if any(fnmatch.fnmatch(rel(p), pat) for pat in options["include"])]
-    if options.get("exclude"):
-        paths = [p for p in paths if not any(fnmatch.fnmatch(rel(p), pat) for pat in options["exclude"])]
-    if min_size is not None:
-        paths = [p for p in paths if int(entries[p].get("size") or 0) >= min_size]
-    if max_size is not None:
-        paths = [p for p in paths if int(entries[p].get("size") or 0) <= max_size]
-    if not paths and not ignore_missing:
-        wanted = f" with extension {', '.join(exts)}" if exts else ""
+    files, root = found
+    include, exclude = options.get("include"), options.get("exclude")
+    under = root.rstrip("/") + "/" if root else ""
+    rel = (lambda p: p[len(under):] if p.startswith(under) else posixpath.relpath(p, root)) if root else (lambda p: p)  # noqa: E731
+    local = "://" not in uri or uri.startswith("file://")
+    kept, skipped, total = [], Counter(), 0
+    all_skipped: Counter[str] = Counter()
+    for p, info in files:
+        if exts and _extension(p, fmt) not in exts:
+            skipped[_full_extension(p)] += 1
+            continue
+        if include and not any(fnmatch.fnmatch(rel(p), pat) for pat in include):
+            continue
+        if exclude and any(fnmatch.fnmatch(rel(p), pat) for pat in exclude):
+            continue
+        if min_size is not None and int(info.get("size") or 0) < min_size:
+            continue
+        if max_size is not None and int(info.get("size") or 0) > max_size:
+            continue
+        kept.append((p if local else to_uri(fs, p, uri), info))
+        if len(kept) == page:
+            total += len(kept)
+            all_skipped.update(skipped)
+            yield Listing(kept, dict(skipped))
+            kept, skipped = [], Counter()
+    total += len(kept)
+    all_skipped.update(skipped)
+    if not total and not ignore_missing:
+        wanted = f" with extension {', '.join(names)}" if names else ""
         sizes = " within source.options.min_size/max_size" if (min_size is not None or max_size is not None) else ""
-        left = "; skipped: " + ", ".join(f"{n} with extension {e or '(none)'}" for e, n in sorted(skipped.items())) if skipped else ""
+        left = "; skipped: " + ", ".join(f"{n} with extension {e or '(none)'}" for e, n in sorted(all_skipped.items())) if all_skipped else ""
         raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter{left})")
-    return Listing(sorted((to_uri(fs, p, uri), entries[p]) for p in paths), dict(sorted(skipped.items())))
+    if kept or skipped:
+        yield Listing(kept, dict(skipped))
 
 
 def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[str]:

@@ -37,6 +37,7 @@ __all__ = [
     "list_files",
     "list_source",
     "list_source_entries",
+    "list_source_pages",
     "open_lines",
     "parse_size",
     "parquet_parts",
@@ -297,6 +298,13 @@ def list_source(uri: str, fmt: str, options: dict[str, Any], storage_options: di
     """Return a source's sorted input URIs and the files its extension filter skipped (extension -> count)."""
     entries, skipped = list_source_entries(uri, fmt, options, storage_options)
     return [u for u, _ in entries], skipped
+
+
+def list_source_pages(uri: str, fmt: str, options: dict[str, Any], storage_options: dict[str, dict[str, Any]] | None = None):
+    """A source's listing page by page, in URI order (see :func:`connectors.listing.list_pages`)."""
+    from connectors.listing import list_pages
+
+    return list_pages(filesystem(uri, storage_options), uri, strip_scheme(uri), fmt, options)
 
 
 def list_source_entries(

@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,8 @@ from dataflow.plan.phases import split_at_global
 from dataflow.report.html import write_html_report
 from dataflow.runtime.commit import SinkLayout, commit_output, publish_errors, read_manifest, refuse_existing, remove_tmp, sweep_tmp, sweep_unpublished
 from dataflow.runtime.io_stats import io_totals
-from dataflow.runtime.progress import Progress, Shard, input_fingerprint, make_shards
+from dataflow.runtime.progress import Progress, Shard
+from dataflow.runtime.shards import ShardCutter, ShardFeed, shard_size
 from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
 from dataflow.runtime.failure import failure_text
@@ -102,6 +103,7 @@ def run_pipeline(
     """
     from connectors.registry import filesystem, parquet_schema, storage_traits, strip_scheme
     from dataflow.plan.input_types import check_input_types
+    from dataflow.runtime.held import held_schema  # zerocopy hook: an in-memory source is its one input
 
     logical, optimized, engine, job = compile_pipeline(spec)
     sink, source, storage = spec.sink, spec.source, spec.storage.options
@@ -114,27 +116,26 @@ def run_pipeline(
     if shard is None:  # shard runs may run side by side (an Indexed Job): each keeps to its own tmp
         sweep_tmp(fs, layout)
     start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=1) as lister:
-        from dataflow.runtime.held import held_listing, held_schema  # zerocopy hook: an in-memory source is its one input
-
-        listing = lister.submit(held_listing if source.in_memory else _list_inputs, source.uri, source.format, source.options, storage)
-        engine.start(options)  # on this (the main) thread, while the inputs are listed
-        inputs, skipped, fingerprint = listing.result()
-    schema = (held_schema(source.uri) if source.in_memory else parquet_schema(inputs[0], storage)) if source.format == "parquet" and inputs else None
-    if schema is not None:  # the schema is known: wrong column types are plan errors
-        check_input_types(logical, schema)
+    feed = ShardFeed.of_source(source, storage)  # lists on its thread while the engine starts
+    engine.start(options)  # on this (the main) thread
+    progress = Progress(fs, layout.root)
+    checkpoint = _on_sink(sink.uri, progress.staged)
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.
     whole = shard is None and engine.caps.partitions_inputs
-    shards = make_shards(
-        inputs, count=1 if whole else (shard[1] if shard else None), files_per_shard=None if whole else source.options.get("files_per_shard"),
-        min_files_per_shard=engine.caps.min_files_per_shard, cpus=engine.parallelism(),
-    )
-    progress = Progress(fs, layout.root)
+    # Cut while listing unless the shards must be known first: resuming, --shard, the engine, a global step.
+    streamed = not (whole or shard or engine.caps.whole_listing or source.in_memory or fs.exists(progress.state_path)
+                    or split_at_global(optimized, checkpoint)[1] is not None)
+    cutter = ShardCutter(shard_size(engine.parallelism(), files_per_shard=source.options.get("files_per_shard"), min_files=engine.caps.min_files_per_shard), strip_scheme)
+    shards, waves = feed.first_shards(cutter, streamed=streamed, count=1 if whole else (shard[1] if shard else None))
+    first = shards[0].inputs
+    schema = (held_schema(source.uri) if source.in_memory else parquet_schema(first[0], storage)) if source.format == "parquet" and first else None
+    if schema is not None:  # the schema is known: wrong column types are plan errors
+        check_input_types(logical, schema)
     state = {
         "pipeline_hash": pipeline_hash(spec),
-        "input_fingerprint": fingerprint,
-        "shards": len(shards),
-        "skipped": skipped,  # files the extension filter left out, for the report
+        "input_fingerprint": None if streamed else cutter.fingerprint,  # a streamed run's, when its listing ends
+        "shards": None if streamed else len(shards),
+        "skipped": dict(sorted(feed.skipped.items())),  # files the extension filter left out, for the report
         # Storage options may hold credentials: they are never written (commit reads them from env).
         "pipeline": spec.model_dump(mode="json", exclude={"storage"}),
     }
@@ -145,16 +146,22 @@ def run_pipeline(
     if note and options.progress:
         print(f"dataflow: {note}", file=sys.stderr, flush=True)
     # One shard in all: a checkpoint before a global step would only write the input to it twice.
-    single = shard is None and len(shards) == 1
-    phases = [_Phase("map", job, sharded=True)] if whole or single else _phases(engine, optimized, job, _on_sink(sink.uri, progress.staged))
-    map_job = engine.prepare(phases[0].job, sorted(inputs), storage)  # fixes what must not vary between shards (Spark's inferred JSON schema)
-    todo = [s for s in shards if s.id not in done and (shard is None or s.index == shard[0])]
+    single = not streamed and shard is None and len(shards) == 1
+    phases = [_Phase("map", job, sharded=True)] if whole or single else _phases(engine, optimized, job, checkpoint)
+    # fixes what must not vary between shards (Spark's inferred JSON schema): from every input unless streamed
+    map_job = engine.prepare(phases[0].job, [f for s in shards for f in s.inputs], storage)
     try:
-        _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1)
+        for wave in chain([shards], waves):
+            todo = [s for s in wave if s.id not in done and (shard is None or s.index == shard[0])]
+            if not _run_shards(engine, map_job, todo, layout, progress, spec, options, publish=len(phases) == 1):
+                break  # past the error budget: the check at the end reports it
+        else:
+            if streamed:
+                progress.listed(cutter.fingerprint, cutter.count, dict(sorted(feed.skipped.items())))
         if shard is not None:
             markers = [m for m in progress.completed().values()]
             report = run_report(spec, engine.name, _stats(fs, progress, markers), progress.staged_files([m for m in markers if m["index"] == shard[0]]), time.monotonic() - start)
-            report.skipped = skipped
+            report.skipped = dict(feed.skipped)
             return report
         if len(phases) > 1:
             _run_global(engine, phases[1].job, layout, progress, options)
@@ -165,14 +172,6 @@ def run_pipeline(
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
-
-
-def _list_inputs(uri: str, fmt: str, options: dict[str, Any], storage: dict[str, Any]) -> tuple[list[str], dict[str, int], str]:
-    """A source's sorted inputs, the files its filter skipped, and the inputs' fingerprint (from the listing's sizes and versions)."""
-    from connectors.registry import list_source_entries, strip_scheme
-
-    entries, skipped = list_source_entries(uri, fmt, options, storage)
-    return [u for u, _ in entries], skipped, input_fingerprint((strip_scheme(u), info) for u, info in entries)
 
 
 def _shard_context(
@@ -188,23 +187,26 @@ def _shard_context(
     return tmp, RunContext(run_id=run_id, tmp_data=posixpath.join(tmp, "data"), side=side, settings=settings, inputs=inputs, publish_root=root)
 
 
-def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> None:
-    """Run shards (the engine decides how: one stream, or a few at once) and stage each as it finishes; stop early past ``max_errors``."""
+def _run_shards(engine: Engine, job, shards: list[Shard], layout: SinkLayout, progress: Progress, spec: PipelineSpec, options: RunOptions, publish: bool = False) -> bool:
+    """Run shards (the engine decides how: one stream, or a few at once) and stage each as it finishes; stop early past ``max_errors`` (returns False)."""
     settings = usable_settings(spec, cache_dir=options.cache_dir)
     runs = [ShardRun(s, *_shard_context(layout, s.id, layout.run_id, spec, s.inputs, settings, publish=publish)) for s in shards]
 
     limit = spec.errors.max_errors
     errored = [0 if limit is None else _rows_errored(progress, list(progress.completed().values()))]  # by shards staged before (a resume)
+    within = [True]
 
     def done(run: ShardRun, written: list) -> bool:  # called on this thread: a running total, each shard's stats read once
         marker = progress.stage(run.shard, run.tmp, written, phase="map", run_id=layout.run_id)
         if limit is None:
             return True
         errored[0] += _rows_errored(progress, [marker])
-        return errored[0] <= limit  # else the budget check at the end reports it
+        within[0] = errored[0] <= limit  # else the budget check at the end reports it
+        return within[0]
 
     if runs:
         engine.execute_shards(job, runs, options, done)
+    return within[0]
 
 
 def _rows_errored(progress: Progress, markers: list[dict[str, Any]]) -> int:

@@ -26,6 +26,8 @@ class EngineCaps:
             registered op (it runs ops as Python).
         source_formats: Source formats it reads; ``None``: every format.
         partitions_inputs: It takes every input as one unit (one shard), splitting work itself.
+        whole_listing: It needs the whole input listed before its first shard runs
+            (``prepare`` reads every input); else shards run while the listing goes on.
         shard_workers: Shards to run at once; ``None``: ``DATAFLOW_SHARD_CONCURRENCY`` (default 2).
         min_files_per_shard: The smallest shard worth one job of this engine.
         python_table_ops: Besides ``ops``, it runs any row-wise table op (map, filter, flat map:
@@ -37,6 +39,7 @@ class EngineCaps:
     ops: Collection[str] | None = None
     source_formats: frozenset[str] | None = None
     partitions_inputs: bool = False
+    whole_listing: bool = False
     shard_workers: int | None = None
     min_files_per_shard: int = MIN_FILES_PER_SHARD
     python_table_ops: bool = False
@@ -138,7 +141,7 @@ class Engine(ABC):
         """Run the job without its sink and return its first ``n`` rows."""
 
     def prepare(self, job: CompiledJob, inputs: list[str], storage: dict[str, Any]) -> CompiledJob:
-        """Fix what must not vary between shards, from the whole sorted input; by default nothing."""
+        """Fix what must not vary between shards, from the sorted input (every input with ``caps.whole_listing``, else the first shards'); by default nothing."""
         return job
 
     def parallelism(self) -> float | None:

@@ -12,11 +12,12 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from dataflow.errors import RunError
 
-__all__ = ["HELD_SCHEME", "first_rows", "hold", "held", "held_listing", "held_schema", "release", "staging_folder"]
+__all__ = ["HELD_SCHEME", "first_rows", "hold", "held", "held_pages", "held_schema", "release", "staging_folder"]
 
 HELD_SCHEME = "held"
 _STAGING: list[str] = []
@@ -51,10 +52,10 @@ def held(uri: str) -> Any:
         raise RunError(f"source '{uri}': the in-memory rows are held by the process that made them (from_pandas, from_ray, ...), not this one") from None
 
 
-def held_listing(uri: str, *_: Any) -> tuple[list[str], dict[str, Any], str]:
-    """The runner's listing of an in-memory source: the source itself is its one input (one shard) and its fingerprint."""
+def held_pages(uri: str) -> Iterator[tuple[list[tuple[str, dict[str, Any]]], dict[str, int]]]:
+    """The runner's listing of an in-memory source, as one page: the source itself is its one input (one shard)."""
     held(uri)
-    return [uri], {}, uri
+    yield [(uri, {})], {}
 
 
 def release(uri: str) -> None:

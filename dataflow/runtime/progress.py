@@ -12,32 +12,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import posixpath
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MIN_FILES_PER_SHARD", "Progress", "Shard", "StagedFile", "input_fingerprint", "make_shards"]
+__all__ = ["MIN_FILES_PER_SHARD", "Progress", "Shard", "StagedFile"]
 
-MAX_FILES_PER_SHARD = 10_000
 MIN_FILES_PER_SHARD = 16
-FILES_PER_CPU = 8  # a shard holds at least this many files per CPU of the cluster: its work outweighs its commit
-TARGET_SHARDS = 8
 
 
 @dataclass(frozen=True)
 class Shard:
-    """A deterministic slice of the sorted input files."""
+    """A deterministic slice of the sorted input files.
+
+    ``count``: the shards in all, when known (None while the listing goes on). ``digest``: a hash
+    of the shard's files' names, sizes and versions (``shards.ShardCutter``); else of its names.
+    """
 
     index: int
-    count: int
+    count: int | None
     inputs: tuple[str, ...]
+    digest: str | None = None
 
     @property
     def id(self) -> str:
-        digest = hashlib.sha1("\n".join(self.inputs).encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        return f"{self.index:05d}-of-{self.count:05d}-{digest}"
+        digest = self.digest or hashlib.sha1("\n".join(self.inputs).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return f"{self.index:05d}-{digest}"
 
 
 @dataclass(frozen=True)
@@ -51,42 +51,18 @@ class StagedFile:
     shard: str | None = None
 
 
-def make_shards(
-    inputs: list[str],
-    *,
-    count: int | None = None,
-    files_per_shard: int | None = None,
-    min_files_per_shard: int = MIN_FILES_PER_SHARD,
-    cpus: float | None = None,
-) -> list[Shard]:
-    """Split sorted inputs into shards: exactly ``count``, or ``files_per_shard`` each.
+_LISTED = ("input_fingerprint", "shards", "skipped")  # what a streamed run records when its listing ends
 
-    By default about eight shards, each of at least ``min_files_per_shard`` (16) and
-    ``FILES_PER_CPU`` (8) files per CPU of the cluster (``cpus``), and at most 10,000 files (or
-    that minimum, on a cluster larger than 1,250 CPUs). Shards may be empty only when ``count``
-    exceeds the number of inputs.
+
+def _same_run(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether ``new`` resumes ``old``: the same state, or the same pipeline when ``old`` was stopped while listing.
+
+    Then the listing did not end, and the shards' ids (which hash their files' names, sizes and
+    versions) tell which of its markers still hold.
     """
-    inputs = sorted(inputs)
-    if count is None:
-        least = max(min_files_per_shard, math.ceil(FILES_PER_CPU * (cpus or 0)))
-        per = files_per_shard or min(max(MAX_FILES_PER_SHARD, least), max(least, math.ceil(len(inputs) / TARGET_SHARDS)))
-        count = max(1, math.ceil(len(inputs) / per))
-    else:
-        per = max(1, math.ceil(len(inputs) / count))
-    return [Shard(i, count, tuple(inputs[i * per : (i + 1) * per])) for i in range(count)]
-
-
-def input_fingerprint(entries: Iterable[tuple[str, Mapping[str, Any]]]) -> str:
-    """A hash of every input's name, size and version (ETag or modification time).
-
-    ``entries``: ``(path, listing entry)`` per input, the entries as the source's listing returned
-    them (fsspec ``ls``/``find`` with ``detail``): no request per file.
-    """
-    h = hashlib.sha256()
-    for p, info in sorted(entries, key=lambda e: e[0]):
-        version = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or ""
-        h.update(f"{p}\0{info.get('size')}\0{version}\n".encode("utf-8", "surrogatepass"))
-    return h.hexdigest()[:16]
+    if old.get("input_fingerprint") is None:
+        return {k: v for k, v in old.items() if k not in _LISTED} == {k: v for k, v in new.items() if k not in _LISTED}
+    return old == new
 
 
 class Progress:
@@ -117,7 +93,7 @@ class Progress:
         """
         old = self._read_json(self.state_path) if self.fs.exists(self.state_path) else None
         note = None
-        if old is not None and (restart or old != state):
+        if old is not None and (restart or not _same_run(old, state)):
             note = "--restart: discarded earlier progress" if restart else "pipeline or inputs changed since the interrupted run: starting over"
             self.clear()
         elif old is not None:
@@ -126,6 +102,11 @@ class Progress:
         self.fs.makedirs(self.markers, exist_ok=True)
         self._write_json(self.state_path, state)
         return self.completed(), note
+
+    def listed(self, fingerprint: str, shards: int, skipped: dict[str, int]) -> None:
+        """Record what the listing found once it ended (a streamed run starts before)."""
+        state = self._read_json(self.state_path)
+        self._write_json(self.state_path, {**state, "input_fingerprint": fingerprint, "shards": shards, "skipped": skipped})
 
     def completed(self) -> dict[str, dict[str, Any]]:
         if not self.fs.exists(self.markers):

@@ -61,9 +61,9 @@ def clean_digest(ray_local, images, tmp_path_factory):
     return _digest(out)
 
 
-def _cli(ray_local, pipeline: pathlib.Path, *extra, stall_after: int | None = None) -> subprocess.Popen:
+def _cli(ray_local, pipeline: pathlib.Path, *extra, stall_after: int | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
     """``dataflow run``; with ``stall_after``, one that stalls once that many shards are committed (``tests.stall``)."""
-    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address, "DATAFLOW_SHARD_CONCURRENCY": "1"}
+    env = {**os.environ, "RAY_ADDRESS": ray_local.get_runtime_context().gcs_address, "DATAFLOW_SHARD_CONCURRENCY": "1", **(env or {})}
     entry = ["-m", "dataflow"] if stall_after is None else ["-m", "tests.stall", str(stall_after)]
     return subprocess.Popen([sys.executable, *entry, "run", str(pipeline), "--quiet", *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -98,6 +98,27 @@ def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, 
         assert _digest(out) == clean_digest, f"killed after {committed} shards"
         assert not (out / "_dataflow" / "progress").exists() and not (out / "_tmp").exists()
         assert (out / "_dataflow" / "report.json").exists()
+
+
+@pytest.mark.parametrize("flags", [(), ("--stream-shards",)], ids=["per-shard", "streamed"])
+def test_kill_9_while_listing_then_resume_keeps_the_committed_shards(ray_local, images, clean_digest, tmp_path, flags):
+    """Killed before its listing ended (no input fingerprint yet): the resume lists everything first and keeps the shards whose files did not change."""
+    out = tmp_path / "out"
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(PIPELINE.format(src=images, out=out))
+    # pages of 3 files, shards of 3: the listing stops after 2 pages (2 shards) and never ends
+    proc = _cli(ray_local, pipeline, *flags, stall_after=2, env={"DATAFLOW_LISTING_PAGE": "3", "DATAFLOW_STALL_LISTING_PAGES": "2"})
+    assert _wait_for_markers(out, 2, proc) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert json.loads((out / "_dataflow" / "state.json").read_text())["input_fingerprint"] is None
+    killed = {json.loads(p.read_text())["shard"]: json.loads(p.read_text())["run_id"] for p in (out / "_dataflow" / "progress").glob("*.json")}
+    resumed = _cli(ray_local, pipeline, *flags, env={"DATAFLOW_LISTING_PAGE": "5"})  # another page size: the same shards
+    _, stderr = resumed.communicate(timeout=240)
+    assert resumed.returncode == 0, stderr
+    assert _digest(out) == clean_digest
+    ids = _run_ids(out)
+    assert len(ids) == 8 and {s: ids[s] for s in killed} == killed, "the shards committed before the kill were run again"
 
 
 def _kill_after(ray_local, pipeline: pathlib.Path, out: pathlib.Path, n: int) -> dict[str, str]:

@@ -21,10 +21,10 @@ class RayEngine(Engine):
         return compile_plan(plan)
 
     def start(self, options: RunOptions) -> None:
-        """Start or join Ray (the runner calls it on the main thread, while it lists the inputs) and set up Ray Data."""
+        """Start or join Ray (the runner calls it on the main thread, while it lists the inputs), set up Ray Data and warm the workers."""
         import logging
 
-        from dataflow.engines.ray.session import ensure_ray
+        from dataflow.engines.ray.session import ensure_ray, warm_workers
 
         ensure_ray(options.address, options.object_store_memory, options.spill_dir, verbose=options.verbose)  # before ray is imported
         from ray.data import DataContext
@@ -38,6 +38,7 @@ class RayEngine(Engine):
 
             # A share of a borrowed cluster: Ray Data schedules within it (stages are clamped in run._stage_kwargs).
             ctx.execution_options.resource_limits = ExecutionResources.for_limits(cpu=options.max_cpus, gpu=options.max_gpus)
+        warm_workers()  # in the background, while the runner lists and plans
 
     def parallelism(self) -> float | None:
         """The connected cluster's CPUs, or the run's share of them (``--max-cpus``)."""

@@ -8,10 +8,13 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["cluster_cpus", "ensure_ray", "release"]
+__all__ = ["cluster_cpus", "ensure_ray", "release", "warm_workers"]
 
 _INIT_LOCK = threading.Lock()  # shards start from several threads; Ray starts once
 _started = threading.Event()  # set when ensure_ray started or joined Ray (release leaves any other session alone)
+_warming: list[threading.Thread] = []  # the warm-up of this connection to Ray (warm_workers), once
+# What a stage task deserializes first: Ray Data, Arrow and the modules of dataflow's stage functions.
+WARM_MODULES = ("ray.data", "pyarrow", "pyarrow.compute", "dataflow.engines.ray.run", "dataflow.engines.ray.routed")
 
 
 def ensure_ray(address: str | None = None, object_store_memory: int | None = None, spill_dir: str | None = None, verbose: bool = False) -> None:
@@ -71,6 +74,47 @@ def _init(ray, address: str | None, object_store_memory: int | None, spill_dir: 
     ray.init(include_dashboard=False, object_store_memory=object_store_memory, **kwargs)
 
 
+def warm_workers(modules: tuple[str, ...] = WARM_MODULES) -> None:
+    """Warm the connected Ray for this driver, on a background thread, once per connection.
+
+    Ray Data's first execution in a driver process pays for what later ones reuse: the job's
+    worker processes, their import of Ray Data and of the stage modules, and in the driver the
+    executor's set-up (its stats and autoscaling actors, the first function export). A tiny
+    Dataset of one task per CPU, each importing ``modules``, pays it while the runner lists the
+    inputs and plans the shards, so the first shard costs about what a later one does.
+    ``DATAFLOW_RAY_WARM_WORKERS=0`` turns it off. It never fails a run: any error is dropped.
+    """
+    if os.environ.get("DATAFLOW_RAY_WARM_WORKERS", "1") == "0":
+        return
+    with _INIT_LOCK:
+        if _warming:
+            return
+        thread = threading.Thread(target=_warm, args=(modules,), name="dataflow-warm-ray", daemon=True)
+        _warming.append(thread)
+    thread.start()
+
+
+def _warm(modules: tuple[str, ...]) -> None:
+    try:
+        import ray.data
+
+        cpus = max(1, int(cluster_cpus()))
+        ds = ray.data.range(cpus, override_num_blocks=cpus).map_batches(_import_modules, fn_kwargs={"modules": modules}, batch_size=None)
+        ds.context.enable_progress_bars = False
+        for _ in ds.iter_batches(batch_size=None):
+            pass
+    except Exception:  # noqa: BLE001 - a warm-up that fails leaves the run as it would be without it
+        pass
+
+
+def _import_modules(batch, modules: tuple[str, ...]):
+    import importlib
+
+    for name in modules:
+        importlib.import_module(name)
+    return batch
+
+
 def cluster_cpus() -> float:
     """CPUs the connected Ray cluster reports."""
     import ray
@@ -86,6 +130,8 @@ def release() -> None:
     Here the raylet (which stops its workers) is stopped first, then the other processes together.
     """
     ray = sys.modules.get("ray")
+    if _warming:  # a warm-up still asking Ray when it goes would print errors
+        _warming.pop().join(timeout=10)
     if not _started.is_set() or ray is None or not ray.is_initialized():
         return
     _started.clear()

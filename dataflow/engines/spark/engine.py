@@ -25,7 +25,7 @@ class SparkEngine(Engine):
     """
 
     caps = EngineCaps(
-        name="spark", requires="pyspark", ops=LOWERINGS.keys(), source_formats=frozenset(READ_METHODS), shard_workers=1, min_files_per_shard=512,
+        name="spark", requires="pyspark", ops=LOWERINGS.keys(), source_formats=frozenset(READ_METHODS), shard_workers=1, min_files_per_shard=512, whole_listing=True,
         python_table_ops=True,
     )
 

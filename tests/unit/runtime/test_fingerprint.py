@@ -6,7 +6,7 @@ import os
 import fsspec
 import pytest
 
-from dataflow.runner import _list_inputs
+from dataflow.runtime.shards import ShardCutter, ShardFeed
 from dataflow.runtime.progress import Progress, Shard
 
 
@@ -20,7 +20,12 @@ def src(tmp_path):
 
 
 def _fingerprint(folder) -> str:
-    return _list_inputs(str(folder), "jsonl", {}, {})[2]
+    from dataflow.dsl.spec import SourceSpec
+
+    cutter = ShardCutter(2)
+    for _ in ShardFeed.of_source(SourceSpec(uri=str(folder), format="jsonl"), {}).waves(cutter):
+        pass
+    return cutter.fingerprint
 
 
 def test_an_unchanged_input_keeps_its_fingerprint(src):

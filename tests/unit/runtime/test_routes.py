@@ -8,10 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataflow.errors import RunError
-from dataflow.runtime.progress import make_shards
+from dataflow.runtime.shards import cut_count
 from dataflow.runtime.routes import ShardRoutes, input_key
 
 _NAME = st.text(alphabet="ab #!-._ ~zZ09é", min_size=1, max_size=6)
+
+
+def make_shards(files, count):
+    return cut_count([(f, {}) for f in files], count)
 
 
 def _routes(shards):
