@@ -28,7 +28,7 @@ __all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
 
 _BOM = b"\xef\xbb\xbf"
 _BLOCK = 8 << 20  # bytes read and checked at once
-_PARSE_BLOCK = 1 << 20  # bytes Arrow parses at once: faster than 8 MiB at once (it stays in the CPU caches)
+_PARSE_BLOCK = 1 << 20  # bytes Arrow parses at once: as fast as 8 MiB at once (measured), with smaller buffers
 _ROWS = 4096  # rows of a table built line by line
 _INTS = {pa.int32(): (-(2**31), 2**31 - 1), pa.int64(): (-(2**63), 2**63 - 1)}
 

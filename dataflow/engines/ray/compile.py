@@ -9,6 +9,7 @@ from dataflow.errors import EngineCapabilityError
 from dataflow.ops.declare import Modality
 from dataflow.plan.columns import needed_after, needed_by
 from dataflow.plan.nodes import Filter, FlatMap, FusedMap, LogicalPlan, Map, Read, Shuffle, Write, steps_of
+from dataflow.runtime.fused_sql import fusable
 from dataflow.runtime.stage import StepCall
 
 __all__ = ["ARROW", "RayGlobal", "RayJob", "RayRead", "RayStage", "RayWrite", "compile_plan"]
@@ -150,6 +151,9 @@ class RayJob:
             if w.reads is not None:  # a run's checkpoint before its global phase
                 lines.append(f"    checkpoint for {w.feeds.op.name if w.feeds else 'the global phase'}: its partial states where they merge exactly, else columns "
                              + ", ".join(sorted(w.reads)))
+                last = self.stages[-1] if self.stages else None
+                if isinstance(last, RayStage) and last.compute == "tasks" and w.feeds is not None and w.feeds.op.name == "table.aggregate" and fusable(list(last.calls)):
+                    lines.append(f"    {last.name} and the partial states: one DuckDB query per block where they merge exactly (else step by step)")
         return "\n".join(lines)
 
 
