@@ -88,9 +88,15 @@ class ShardCutter:
         return shard
 
 
-def cut_count(entries: list[tuple[str, Mapping[str, Any]]], count: int, path_of: Callable[[str], str] = str) -> list[Shard]:
-    """Exactly ``count`` shards of the sorted ``entries`` (``--shard i/N``; empty ones when ``count`` exceeds the files)."""
-    cutter = ShardCutter(max(1, math.ceil(len(entries) / count)), path_of)
+def cut_count(entries: list[tuple[str, Mapping[str, Any]]], count: int, path_of: Callable[[str], str] = str, cutter: ShardCutter | None = None) -> list[Shard]:
+    """Exactly ``count`` shards of the sorted ``entries`` (``--shard i/N``; empty ones when ``count`` exceeds the files).
+
+    ``cutter``: a new one to cut with, resized (its fingerprint is then the whole listing's, as for a plain run).
+    """
+    size = max(1, math.ceil(len(entries) / count))
+    if cutter is None:
+        cutter = ShardCutter(size, path_of)
+    cutter.size = size
     shards = [s for s in cutter.add(entries) + cutter.finish() if s.inputs]
     return [replace(s, count=count) for s in shards] + [Shard(i, count, ()) for i in range(len(shards), count)]
 
@@ -163,7 +169,7 @@ class ShardFeed:
             waves = self.waves(cutter)
             return next(waves), waves
         if count is not None:
-            return cut_count(self.entries(), count, cutter.path_of), iter(())
+            return cut_count(self.entries(), count, cutter=cutter), iter(())
         return [s for wave in self.waves(cutter) for s in wave], iter(())
 
     def entries(self) -> list[tuple[str, Mapping[str, Any]]]:

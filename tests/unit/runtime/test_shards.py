@@ -98,3 +98,12 @@ def test_count_cuts_exactly_that_many_shards():
     assert [len(s.inputs) for s in shards] == [4, 4, 2] and {s.count for s in shards} == {3}
     assert [len(s.inputs) for s in cut_count(_entries(2), 4)] == [1, 1, 0, 0]
     assert isinstance(shards[0], Shard)
+
+
+def test_a_shard_i_of_n_run_records_the_same_input_fingerprint_as_a_plain_run():
+    """``--shard i/N`` and a later plain run over the same files must agree, or the plain run discards the shard's progress."""
+    entries = _entries(12)
+    counted, plain = ShardCutter(6), ShardCutter(6)
+    ShardFeed(_pages(entries, 5)).first_shards(counted, streamed=False, count=2)
+    ShardFeed(_pages(entries, 5)).first_shards(plain, streamed=False)
+    assert counted.fingerprint == plain.fingerprint != ShardCutter(6).fingerprint
