@@ -2,7 +2,7 @@
 
 The exact path (``read._jsonl``) reads each file as bytes, splits it into numbered lines and
 parses every line with ``from_json``. When every line of every file starts with ``{`` (no blank
-lines, no lone CR, valid UTF-8: ``aligned``, a check on the driver) the JSON reader sees exactly
+lines, valid UTF-8: ``eligible``, one pass on the driver) the JSON reader sees exactly
 those lines, one row each, in order; parsed with the same schema and corrupt-record column, in
 PERMISSIVE mode, they give the same rows and the same bad rows. A row's line number is its
 position in its file's one task: ``monotonically_increasing_id`` (partition index << 33 | row
@@ -35,6 +35,7 @@ FAILED = "__df_json_failed"
 _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
+_MISALIGNED = re.compile(rb"\n(?!\{|\Z)")  # a line break not followed by "{" (nor by the end of the file)
 _PLAIN_PATH = re.compile(r"^/[A-Za-z0-9/._~-]*$")  # as Spark's file URI spells it: no escaping needed
 
 
@@ -43,10 +44,10 @@ def _aligned_file(path: str) -> bool:
         data = f.read()
     if not data:
         return True
-    if data[:1] != b"{" or data.count(b"\n") != data.count(b"\n{") + data.endswith(b"\n"):
-        return False  # a blank line, or one the JSON reader would see differently
-    if data.count(b"\r") != data.count(b"\r\n"):
-        return False  # a lone CR: the exact path keeps it inside its line
+    # One pass: a line that does not start with "{" (a blank line, an array, text) would be seen
+    # otherwise by the JSON reader. A lone CR is no separator for either path (lineSep LF).
+    if data[:1] != b"{" or _MISALIGNED.search(data) is not None:
+        return False
     return data.isascii() or _utf8(data)
 
 

@@ -106,7 +106,7 @@ class _Builder:
                 self.frames.persisted.append(df)
                 build = functools.partial(_error_records, df, checked, bad, op, read_flag)
             else:
-                build = lambda: _error_records(checked.errors_from(), checked, bad, op, read_flag)  # noqa: E731
+                build = functools.partial(_error_records_from, checked, bad, op, read_flag)
             self.frames.errors.append(_Errors(obs, build))
         return df.where(~bad).drop(BAD, *checked.helpers)
 
@@ -146,6 +146,14 @@ def _sample(spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[st
         side = SideOutputs(uri=tmp, storage_options={}, stats_dir=f"{tmp}/_stats", errors_dir=f"{tmp}/_errors")
         rows = _Builder(observe=False).chain(spark, read, tuple(steps), files[:1], side, storage, named, "sample", cache)
         return rows.limit(SAMPLE_ROWS).toArrow()
+
+
+def _error_records_from(checked: Checked, bad: Column, op: str, read_flag: str | None) -> DataFrame:
+    """The error records of ``checked.errors_from()``: a frame of ``checked``'s columns, or a Checked with its own cases."""
+    failed = checked.errors_from()
+    if isinstance(failed, Checked):
+        return _error_records(failed.df, failed, bad, op, read_flag)
+    return _error_records(failed, checked, bad, op, read_flag)
 
 
 def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, read_flag: str | None) -> DataFrame:

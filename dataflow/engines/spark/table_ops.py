@@ -46,7 +46,8 @@ class Checked:
     A case's condition and reason are Spark SQL text: they are evaluated on bad rows only, once
     the run knows it has some. ``helpers`` are columns the cases read that good rows do not keep.
     ``errors_from``, when set, builds a cheaper frame holding every bad row (with the same
-    columns): the error write reads it instead of a persisted copy of ``df``. ``flag``, when set,
+    columns): the error write reads it instead of a persisted copy of ``df``. It may build a
+    ``Checked`` instead, whose own cases then give the reasons (``df`` need not have their columns). ``flag``, when set,
     is a helper column equal to ``BAD`` that only this check writes and its cases alone read: the
     check can then be folded into the next step's (``then``).
     """
@@ -54,7 +55,7 @@ class Checked:
     df: DataFrame
     cases: list[tuple[str, str, str]]
     helpers: tuple[str, ...] = ()
-    errors_from: Callable[[], DataFrame] | None = None
+    errors_from: Callable[[], DataFrame | Checked] | None = None
     flag: str | None = None
     typed_by: str | None = None  # a helper column holding each bad row's error type (Python steps), instead of the cases'
 

@@ -79,6 +79,7 @@ def test_corrupt_lines_give_the_exact_paths_error_records_and_counters(spark_loc
     lines[3] = '{"level": "INFO", "latency_ms": '  # not JSON
     lines[6] = '{"level": "INFO", "latency_ms": "slow"}'  # a field of another type
     lines[8] = '{"level": "WARN"} trailing'
+    lines[9] = '{"level": "WARN",\r"latency_ms": 2}\r'  # lone CRs: inside the line for both paths
     data = _write(tmp_path / "in", {"a.jsonl": lines, "b.jsonl": [_line(i) for i in range(5)]})
     _, rows, errors, steps = _both(tmp_path, data, monkeypatch)
     records = [json.loads(e) for e in errors]
@@ -110,8 +111,8 @@ def test_without_lineage_the_rows_are_the_same(spark_local, tmp_path, monkeypatc
     assert len(rows) == 6 and all("__source__" not in json.loads(r) for r in rows)
 
 
-@pytest.mark.parametrize("body", [b'{"a": 1}\n\n{"a": 2}\n', b' {"a": 1}\n', b'{"a": 1}\r{"a": 2}\n', b'{"a": "\xff"}\n', b'[{"a": 1}]\n'],
-                         ids=["blank-line", "leading-space", "lone-cr", "not-utf8", "array"])
+@pytest.mark.parametrize("body", [b'{"a": 1}\n\n{"a": 2}\n', b' {"a": 1}\n', b'{"a": 1}\n{"a": 2}\n\n', b'{"a": "\xff"}\n', b'{"a": 1}\n[{"a": 1}]\n'],
+                         ids=["blank-line", "leading-space", "blank-last-line", "not-utf8", "array"])
 def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(tmp_path, body):
     from dataflow.engines.spark.compile import SparkRead
     from dataflow.engines.spark.json_fast import eligible
