@@ -109,6 +109,10 @@ def _warm(modules: tuple[str, ...]) -> None:
         if not ray.is_initialized():  # released meanwhile: never start a Ray of its own
             return
         cpus = max(1, int(cluster_cpus()))
+        # The workers first, as plain tasks spread over the nodes (a Dataset would set up its executor before any);
+        # then a tiny Dataset for the driver's side: the executor, its actors, the first function export.
+        task = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_import_modules)
+        ray.get([task.remote(None, modules) for _ in range(cpus)])
         ds = ray.data.range(cpus, override_num_blocks=cpus).map_batches(_import_modules, fn_kwargs={"modules": modules}, batch_size=None)
         ds.context.enable_progress_bars = False
         for _ in ds.iter_batches(batch_size=None):
