@@ -17,15 +17,19 @@ its own ports, all under one ``--temp-dir``; every Ray it starts is stopped at t
 alternate the contenders; medians (min-max) are printed, then the model: on ``N`` nodes of ``C``
 CPUs, work per file ``w`` (measured, per CPU), dataflow's driver costs per shard ``s`` (staging
 and marker) and per file ``d`` (listing, fingerprint: a second, warm listing), its task-side cost per file ``o``, shards
-sized as ``make_shards`` does (>= 8 files per CPU), commits overlapping the stream:
+sized as ``runtime.shards.shard_size`` does (256 files per CPU), commits overlapping the stream:
 
     overhead(N) = (fixed + d F + s + max(0, S s - W) + o F / (C N)) / (W + that),  W = w F / (C N)
+
+``--page-delay S`` makes each listing page (``DATAFLOW_LISTING_PAGE`` files) take ``S`` seconds,
+as a remote listing's requests do: the runner then holds its first shards back, beside the
+listing, until Ray's workers are warm (``DATAFLOW_RAY_WARM_WORKERS=0`` to compare without).
 
 ``--warm`` times each contender's second run in its process, without the first run's imports
 and Ray Data warm-up (issue 18 point 1's part).
 
 Usage: python benchmarks/overhead.py [--files 2000] [--rows 20] [--rounds 3] [--nodes 1 2 3 4]
-       [--files-per-shard N] [--warm] [--model-files 100000000] [--json OUT.json] [--replay JSON]
+       [--files-per-shard N] [--warm] [--page-delay S] [--model-files 100000000] [--json OUT.json] [--replay JSON]
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -152,6 +157,17 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
 
     if kind == "per-shard":
         RayEngine.execute_shards = Engine.execute_shards
+    if os.environ.get("DATAFLOW_OVERHEAD_PAGE_DELAY"):  # --page-delay: a remote listing's pace, one request per page
+        import connectors.listing
+
+        list_pages, delay = connectors.listing.list_pages, float(os.environ["DATAFLOW_OVERHEAD_PAGE_DELAY"])
+
+        def slow_pages(*args, **kwargs):
+            for page in list_pages(*args, **kwargs):
+                time.sleep(delay)
+                yield page
+
+        connectors.listing.list_pages = slow_pages
     marks, spans, stage = [], [], Progress.stage
     run_shards = RayEngine.execute_shards
 
@@ -188,7 +204,19 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
     spec = parse_pipeline({"name": "overhead", "engine": "ray", "source": {"uri": src, "format": "jsonl", "options": options},
                            "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 5"}}, {"op": "table.with_columns", "params": {"columns": {"m": "n * 2"}}}],
                            "sink": {"uri": out, "format": "parquet"}})
-    start = time.monotonic()
+    from dataflow.engines.ray import session
+
+    start, warmed = time.monotonic(), []
+    engine_start = RayEngine.start
+
+    def timed_start(self, options):  # when the warm-up (session.warm_workers) ends, from the run's start
+        engine_start(self, options)
+        if not warmed:
+            warmed.append(None)
+            event = session.warmed()
+            threading.Thread(target=lambda: event.wait() and warmed.__setitem__(0, time.monotonic() - start), daemon=True).start()
+
+    RayEngine.start = timed_start
     report = run_pipeline(spec, RunOptions(progress=False, stream_shards=kind == "stream"))
     wall = time.monotonic() - start
     begin, commits, end = marks[0], [m for m in marks if m not in starts], marks[-1]
@@ -202,7 +230,7 @@ def _once(kind: str, src: str, out: str, files_per_shard: int | None) -> dict:
     durations.sort()
     return {"wall": wall, "rows": report.rows_out, "shards": len(commits), "cpus": ray.cluster_resources().get("CPU"),
             "first": commits[0] - begin, "later": [b - a for a, b in zip(commits, commits[1:])], "stage_s": spans,
-            "shard_s": [d for _, d in durations], "outside_stream": wall - (end - begin), "listing_warm": warm}
+            "shard_s": [d for _, d in durations], "outside_stream": wall - (end - begin), "listing_warm": warm, "warm_s": warmed[0] if warmed else None, "begin_s": begin - start}
 
 
 def _run_child(kind: str, address: str, src: pathlib.Path, out: pathlib.Path, files_per_shard: int | None, warm: bool = False) -> dict:
@@ -219,7 +247,9 @@ def _fmt(values: list[float]) -> str:
 
 
 def model(results: dict, files: int, model_files: int, cpus_per_node: int = 16) -> list[str]:
-    """The overhead model fitted on the largest measured cluster, extrapolated to 1-100 nodes."""
+    """The overhead model fitted on the largest measured cluster, extrapolated to 1-100 nodes (listing in line; see overhead_model.py for it overlapped)."""
+    from dataflow.runtime.shards import shard_size
+
     nodes = max(results)
     runs = results[nodes]
     cpus = statistics.median(r["cpus"] for r in runs["stream"])
@@ -235,9 +265,7 @@ def model(results: dict, files: int, model_files: int, cpus_per_node: int = 16) 
              f"  {model_files:,} files, {cpus_per_node} CPUs/node: nodes  shards  work(s)  per-shard(s)  other(s)  per-shard%  overhead%"]
     for n in (1, 2, 4, 10, 25, 50, 100):
         c = n * cpus_per_node
-        least = max(16, 8 * c)  # as dataflow.runtime.progress.make_shards sizes them
-        per_shard = min(max(10_000, least), max(least, -(-model_files // 8)))
-        shards = -(-model_files // per_shard)
+        shards = -(-model_files // shard_size(c))
         work = w * model_files / c
         commits = s + max(0.0, shards * s - work)  # the last commit, plus any the stream could not hide
         over = commits + fixed + d * model_files + o * model_files / c
@@ -261,6 +289,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 2, 3, 4])
     parser.add_argument("--files-per-shard", type=int, default=None)
     parser.add_argument("--warm", action="store_true", help="time each contender's second run in its process (after an untimed one)")
+    parser.add_argument("--page-delay", type=float, default=None, help="seconds each listing page takes (DATAFLOW_LISTING_PAGE files): a remote listing's pace")
     parser.add_argument("--model-files", type=int, default=100_000_000)
     parser.add_argument("--kinds", nargs="+", default=list(KINDS))
     parser.add_argument("--json", default=None)
@@ -275,6 +304,8 @@ def main() -> None:
     if args.replay:
         replay(args.replay, args.files, args.model_files)
         return
+    if args.page_delay:
+        os.environ["DATAFLOW_OVERHEAD_PAGE_DELAY"] = str(args.page_delay)
     work = pathlib.Path(tempfile.mkdtemp(prefix="dataflow-overhead-"))
     write_files(work / "in", args.files, args.rows)
     results: dict[int, dict[str, list[dict]]] = {}

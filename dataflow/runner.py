@@ -126,9 +126,8 @@ def run_pipeline(
     streamed = not (whole or shard or engine.caps.whole_listing or source.in_memory or fs.exists(progress.state_path)
                     or split_at_global(optimized, checkpoint)[1] is not None)
     cutter = ShardCutter(shard_size(engine.parallelism(), files_per_shard=source.options.get("files_per_shard"), min_files=engine.caps.min_files_per_shard), strip_scheme)
-    shards, waves = feed.first_shards(cutter, streamed=streamed, count=1 if whole else (shard[1] if shard else None))
-    first = shards[0].inputs
-    schema = (held_schema(source.uri) if source.in_memory else parquet_schema(first[0], storage)) if source.format == "parquet" and first else None
+    shards, waves = feed.first_shards(cutter, streamed=streamed, count=1 if whole else (shard[1] if shard else None), ready=engine.warm())
+    schema = (held_schema(source.uri) if source.in_memory else parquet_schema(shards[0].inputs[0], storage)) if source.format == "parquet" and shards[0].inputs else None
     if schema is not None:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, schema)
     state = {
@@ -148,8 +147,7 @@ def run_pipeline(
     # One shard in all: a checkpoint before a global step would only write the input to it twice.
     single = not streamed and shard is None and len(shards) == 1
     phases = [_Phase("map", job, sharded=True)] if whole or single else _phases(engine, optimized, job, checkpoint)
-    # fixes what must not vary between shards (Spark's inferred JSON schema): from every input unless streamed
-    map_job = engine.prepare(phases[0].job, [f for s in shards for f in s.inputs], storage)
+    map_job = engine.prepare(phases[0].job, [f for s in shards for f in s.inputs], storage)  # fixes what must not vary between shards (Spark's inferred JSON schema)
     try:
         for wave in chain([shards], waves):
             todo = [s for s in wave if s.id not in done and (shard is None or s.index == shard[0])]

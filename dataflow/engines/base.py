@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -146,6 +147,14 @@ class Engine(ABC):
 
     def parallelism(self) -> float | None:
         """CPUs the started engine runs on (shard sizing follows it); None: unknown."""
+        return None
+
+    def warm(self) -> threading.Event | None:
+        """Set once the started engine's workers are warm (imports, first execution); None: nothing to wait for.
+
+        The runner holds the first shards back until it is set only while the listing goes on:
+        the warm-up is paid then, beside the listing, instead of by the first shard.
+        """
         return None
 
     def execute_shards(self, job: CompiledJob, runs: list[ShardRun], options: RunOptions, done: Callable[[ShardRun, list[Any]], bool]) -> None:

@@ -135,22 +135,28 @@ class ShardFeed:
         except BaseException as exc:  # noqa: BLE001 - raised again on the consumer's thread
             self._pages.put(exc)
 
-    def _take(self, block: bool):
-        item = self._pages.get(block=block)
+    def _take(self, block: bool, timeout: float | None = None):
+        item = self._pages.get(block=block, timeout=timeout)
         if isinstance(item, BaseException):
             raise item
         return item
 
-    def waves(self, cutter: ShardCutter) -> Iterator[list[Shard]]:
-        """Lists of shards in order: each wave every shard cut since the last one (waiting for at least one); the last one when the listing ends."""
-        ended = False
+    def waves(self, cutter: ShardCutter, ready: threading.Event | None = None) -> Iterator[list[Shard]]:
+        """Lists of shards in order: each wave every shard cut since the last one (waiting for at least one); the last one when the listing ends.
+
+        ``ready``: the first wave waits, while the listing goes on, until it is set (the engine's
+        warm-up: paid beside the listing rather than by the first shard).
+        """
+        ended, first = False, True
         while not ended:
             wave: list[Shard] = []
-            block = True
             while not ended:
+                hold = first and ready is not None and not ready.is_set()
                 try:
-                    page = self._take(block)
+                    page = self._take(True, 0.05) if hold and wave else self._take(not wave)
                 except queue.Empty:
+                    if hold:
+                        continue
                     break
                 if page is self._END:
                     ended = True
@@ -159,14 +165,16 @@ class ShardFeed:
                 entries, skipped = page
                 self.skipped.update(skipped)
                 wave += cutter.add(entries)
-                block = not wave  # wait while nothing is cut yet; then take only what is there
             if wave:
+                first = False
                 yield wave
 
-    def first_shards(self, cutter: ShardCutter, *, streamed: bool, count: int | None = None) -> tuple[list[Shard], Iterator[list[Shard]]]:
-        """The shards to start with, and the waves after them: the first wave when ``streamed``, else every shard (exactly ``count`` when given)."""
+    def first_shards(
+        self, cutter: ShardCutter, *, streamed: bool, count: int | None = None, ready: threading.Event | None = None
+    ) -> tuple[list[Shard], Iterator[list[Shard]]]:
+        """The shards to start with, and the waves after them: the first wave when ``streamed`` (see :meth:`waves`), else every shard (exactly ``count`` when given)."""
         if streamed:
-            waves = self.waves(cutter)
+            waves = self.waves(cutter, ready)
             return next(waves), waves
         if count is not None:
             return cut_count(self.entries(), count, cutter=cutter), iter(())

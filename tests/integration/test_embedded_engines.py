@@ -137,3 +137,31 @@ def test_release_leaves_a_ray_it_did_not_start_running(ray_local):
 
     release()
     assert ray_local.is_initialized() and ray_local.get(ray_local.remote(lambda: 2).remote()) == 2
+
+
+def test_the_worker_warm_up_imports_the_stage_modules_in_the_workers_once(ray_local, monkeypatch):
+    from dataflow.engines.ray import session
+
+    probe = pathlib.Path(tempfile.gettempdir()) / "dataflow-warm-probe"
+    shutil.rmtree(probe, ignore_errors=True)
+    monkeypatch.setattr(session, "_warming", [])
+    monkeypatch.setenv("DATAFLOW_RAY_WARM_WORKERS", "0")
+    session.warm_workers(("tests.warm_probe",))
+    assert session._warming == []  # turned off: no warm-up
+    monkeypatch.delenv("DATAFLOW_RAY_WARM_WORKERS")
+    session.warm_workers(("tests.warm_probe",))
+    session.warm_workers(("tests.warm_probe",))  # once per connection
+    assert len(session._warming) == 1
+    session._warming[0].join(timeout=120)
+    assert not session._warming[0].is_alive()
+    pids = {int(p.name) for p in probe.iterdir()}
+    assert pids and os.getpid() not in pids  # imported in workers, not in the driver
+
+
+def test_a_failing_warm_up_never_fails(ray_local, monkeypatch):
+    from dataflow.engines.ray import session
+
+    monkeypatch.setattr(session, "_warming", [])
+    session.warm_workers(("dataflow_no_such_module",))
+    session._warming[0].join(timeout=120)
+    assert not session._warming[0].is_alive() and ray_local.is_initialized()

@@ -25,6 +25,7 @@ ALLOWED = {
     ("memory_io.py", "arrow_table", "get"): "Pipeline.to_arrow/to_pandas: the user asked for the rows in this process",
     ("run.py", "stream_written", "iter_batches"): "the writers' output: one record per written file (path, rows, bytes)",
     ("session.py", "_warm", "iter_batches"): "the warm-up Dataset: range(CPUs), one integer per CPU",
+    ("session.py", "_warm", "get"): "the warm-up tasks' results: one None per CPU",
     ("stream.py", "stream_shards", "iter_batches"): "the routed writers' output: one record per written file (path, rows, bytes, shard)",
 }
 

@@ -50,6 +50,12 @@ class RayEngine(Engine):
         limit = DataContext.get_current().execution_options.resource_limits.cpu
         return min(cpus, limit) if limit and limit != float("inf") else cpus
 
+    def warm(self):
+        """The warm-up of ``session.warm_workers`` (set when it ended, or at once when it is off)."""
+        from dataflow.engines.ray.session import warmed
+
+        return warmed()
+
     def execute_shards(self, job: RayJob, runs: list[ShardRun], options: RunOptions, done: Callable[[ShardRun, list[Any]], bool]) -> None:
         """With ``options.stream_shards``, every shard in one streaming Dataset (``stream.stream_shards``) where it can; else one Dataset per shard."""
         from dataflow.engines.ray.stream import stream_shards, streamable

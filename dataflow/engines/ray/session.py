@@ -8,11 +8,13 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["cluster_cpus", "ensure_ray", "release", "warm_workers"]
+__all__ = ["cluster_cpus", "ensure_ray", "release", "warm_workers", "warmed"]
 
 _INIT_LOCK = threading.Lock()  # shards start from several threads; Ray starts once
 _started = threading.Event()  # set when ensure_ray started or joined Ray (release leaves any other session alone)
 _warming: list[threading.Thread] = []  # the warm-up of this connection to Ray (warm_workers), once
+_warm_done = threading.Event()  # set when that warm-up ended (or none runs)
+_warm_done.set()
 # What a stage task deserializes first: Ray Data, Arrow and the modules of dataflow's stage functions.
 WARM_MODULES = ("ray.data", "pyarrow", "pyarrow.compute", "dataflow.engines.ray.run", "dataflow.engines.ray.routed")
 
@@ -91,20 +93,34 @@ def warm_workers(modules: tuple[str, ...] = WARM_MODULES) -> None:
             return
         thread = threading.Thread(target=_warm, args=(modules,), name="dataflow-warm-ray", daemon=True)
         _warming.append(thread)
+        _warm_done.clear()
     thread.start()
+
+
+def warmed() -> threading.Event:
+    """Set when this connection's warm-up ended (or when none runs)."""
+    return _warm_done
 
 
 def _warm(modules: tuple[str, ...]) -> None:
     try:
         import ray.data
 
+        if not ray.is_initialized():  # released meanwhile: never start a Ray of its own
+            return
         cpus = max(1, int(cluster_cpus()))
+        # The workers first, as plain tasks spread over the nodes (a Dataset would set up its executor before any);
+        # then a tiny Dataset for the driver's side: the executor, its actors, the first function export.
+        task = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_import_modules)
+        ray.get([task.remote(None, modules) for _ in range(cpus)])
         ds = ray.data.range(cpus, override_num_blocks=cpus).map_batches(_import_modules, fn_kwargs={"modules": modules}, batch_size=None)
         ds.context.enable_progress_bars = False
         for _ in ds.iter_batches(batch_size=None):
             pass
     except Exception:  # noqa: BLE001 - a warm-up that fails leaves the run as it would be without it
         pass
+    finally:
+        _warm_done.set()
 
 
 def _import_modules(batch, modules: tuple[str, ...]):

@@ -107,3 +107,23 @@ def test_a_shard_i_of_n_run_records_the_same_input_fingerprint_as_a_plain_run():
     ShardFeed(_pages(entries, 5)).first_shards(counted, streamed=False, count=2)
     ShardFeed(_pages(entries, 5)).first_shards(plain, streamed=False)
     assert counted.fingerprint == plain.fingerprint != ShardCutter(6).fingerprint
+
+
+def test_the_first_wave_waits_for_the_warm_up_only_while_the_listing_goes_on():
+    ready, listed, taken = threading.Event(), threading.Event(), threading.Event()
+
+    def pages():
+        yield _entries(8)[:4], {}
+        yield _entries(8)[4:6], {}
+        listed.set()
+        taken.wait(timeout=30)  # the listing goes on until the first wave is out
+        yield _entries(8)[6:], {}
+
+    waves = ShardFeed(pages).waves(ShardCutter(2), ready)
+    threading.Thread(target=lambda: listed.wait(30) and ready.set()).start()  # the warm-up ends once two pages are listed
+    first = next(waves)
+    taken.set()
+    assert ready.is_set() and [s.index for s in first] == [0, 1, 2]  # held back: every shard cut meanwhile
+    assert [s.index for s in next(waves)] == [3]
+    # the listing ends first: the wave goes without the warm-up
+    assert [len(w) for w in ShardFeed(_pages(_entries(6), 2)).waves(ShardCutter(2), threading.Event())] == [3]
