@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from dataflow.columns import SOURCE
@@ -116,6 +116,7 @@ def engine(request) -> str:
 
 @CI
 @given(data=tables())
+@example(data=(["source"], [[]]))  # one empty file: no field to read (Spark's JSON reader refuses a query of its corrupt column alone)
 def test_a_pass_through_is_the_identity(engine: str, data):
     names, files = data
     with tempfile.TemporaryDirectory() as tmp:

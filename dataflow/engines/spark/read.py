@@ -191,7 +191,7 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
 
     # The error write parses the lines again, and only when the counters show bad rows: cheaper
     # than persisting every parsed row of a clean input for it.
-    if fast:
+    if fast and fields:  # Spark's reader refuses a query of its corrupt-record column alone
         from dataflow.engines.spark.json_fast import CORRUPT, FAILED, fast_jsonl
 
         df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage)
