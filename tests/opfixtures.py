@@ -57,3 +57,11 @@ def lose_rows(batch, *, keep: int = 1):
         keep: Rows of each batch passed on.
     """
     return batch.slice(0, keep)
+
+
+@op(name="table.batch_rows", modality="table", inputs=(), outputs=("batch_rows",), batch_format="pyarrow")
+def batch_rows(batch):
+    """Add the number of rows of the batch the step was given: shows the batch size an engine used."""
+    import pyarrow as pa
+
+    return batch.append_column("batch_rows", pa.array([batch.num_rows] * batch.num_rows, pa.int64()))

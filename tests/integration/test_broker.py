@@ -108,14 +108,19 @@ def _start_cluster(name: str, ports: list[int], worker: int) -> LocalCluster:
         _stop_cluster(cluster)
         raise RuntimeError(f"ray start for {name} failed: {done.stderr[-2000:]}")
     deadline = time.monotonic() + 60
-    while True:  # the Job API answers a little after `ray start` returns
+    while True:  # the Job API answers, and the GCS has a load report (what the broker probes), a little after `ray start` returns
         try:
             urllib.request.urlopen(urllib.request.Request(f"{cluster.address}/api/jobs/", headers=cluster.headers()), timeout=5)
-            return cluster
+            with urllib.request.urlopen(urllib.request.Request(f"{cluster.address}/api/cluster_status", headers=cluster.headers()), timeout=5) as r:
+                report = ((json.load(r).get("data") or {}).get("clusterStatus") or {}).get("loadMetricsReport") or {}
+            if report.get("usageByNode"):
+                return cluster
         except OSError:
             if time.monotonic() > deadline:
                 raise
-            time.sleep(0.5)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"cluster {name} reports no nodes after 60 s")
+        time.sleep(0.5)
 
 
 def _stop_cluster(cluster: LocalCluster) -> None:

@@ -86,3 +86,22 @@ def test_a_single_shard_takes_the_per_shard_path(ray_local, corpus, tmp_path, mo
     spec = _spec(tmp_path)
     spec.source.options["files_per_shard"] = FILES
     assert run_pipeline(spec, RunOptions(progress=False, stream_shards=True)).published
+
+
+@pytest.mark.parametrize("batch_size", [1000, 16384])
+def test_a_table_step_of_a_stream_takes_the_batch_size_it_was_given(ray_local, tmp_path, batch_size):
+    """Rows per batch, not files per read task, and a size equal to the engine's default is still the user's."""
+    import pyarrow.parquet as pq
+
+    rows = batch_size + 500
+    for f in range(2):
+        write_jsonl(tmp_path / "in" / f"f{f}.jsonl", [{"n": f * rows + i} for i in range(rows)])
+    spec = parse_pipeline({
+        "name": "sized", "engine": "ray",
+        "source": {"uri": str(tmp_path / "in"), "format": "jsonl", "options": {"files_per_shard": 1}},
+        "steps": [{"op": "tests.opfixtures:batch_rows", "resources": {"batch_size": batch_size}}],
+        "sink": {"uri": str(tmp_path / "out"), "format": "parquet"},
+    })
+    assert run_pipeline(spec, RunOptions(progress=False, stream_shards=True)).rows_out == 2 * rows
+    sizes = pq.read_table(tmp_path / "out", columns=["batch_rows"]).column("batch_rows").to_pylist()
+    assert len(sizes) == 2 * rows and max(sizes) == batch_size

@@ -87,6 +87,8 @@ class RayStage:
     memory: int | None = None
     concurrency: int | None = None
     keeps: tuple[frozenset[str] | None, ...] = ()  # per step, the columns of its output later steps and the sink read (None: all)
+    batch_given: bool = False  # the steps' resources set batch_size (else it is the engine's default)
+    media: bool = False  # its rows are media files (one row each), not table rows
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,8 @@ def _lower_stage(node: FusedMap, plan: LogicalPlan, number: int, keep: dict[int,
         memory=res.memory,
         concurrency=res.concurrency,
         keeps=tuple((keep or {}).get(s.index) for s in node.steps),
+        batch_given=res.batch_size is not None,
+        media=media,
     )
 
 

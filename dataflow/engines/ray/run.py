@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
-from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, SQL_BATCH_SIZE, RayGlobal, RayJob, RayStage
+from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.fused_stage import FusedStageFn, fused_stage
 from dataflow.engines.ray.global_ops import apply_global
@@ -321,8 +321,9 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
         elif stage.compute == "actors":
             ds = ds.map_batches(StageFn, fn_constructor_kwargs={"stage": stage, "side": side}, **kwargs)
         else:
-            if fused:  # with the read: table stages take its blocks as they come, others at most a read task's files per batch
-                kwargs = {**kwargs, **stream_concurrency(routes), "batch_size": None if stage.batch_size == SQL_BATCH_SIZE else min(stage.batch_size, fused)}
+            if fused:  # with the read: table stages take its blocks as they come (or the batch_size given), media at most a read task's files
+                batch = min(stage.batch_size, fused) if stage.media else stage.batch_size if stage.batch_given else None
+                kwargs = {**kwargs, **stream_concurrency(routes), "batch_size": batch}
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
     if job.write is not None and job.write.reads is not None:  # a checkpoint: only what the global phase reads
         from dataflow.engines.ray.global_ops import checkpoint_rows
