@@ -1,7 +1,9 @@
 """Per-step counters of a Spark job: its observations, read once the job's action has run, as StepStats.
 
 Each checked step (and each step that ends a run of map steps) is a ``DataFrame.observe`` node;
-a map step between them keeps the row count, so it is counted by the next observation.
+a map step between them keeps the row count, so it is counted by the next observation. A native
+aggregate counts its input rows in a hidden aggregation (``rows_in``, summed by its observation
+over its few output rows), so the step before it needs no observation of its own.
 
 Spark's adaptive execution may drop a stage it has already run from the final plan (a join side
 that came out empty is replaced by an empty relation); the observations inside it are then
@@ -118,9 +120,9 @@ def _chain_stats(nodes: list[Observed], counted_read: bool) -> dict[int, StepSta
         m = metrics[i]
         if m is not None:
             out[i] = int(m.get("rows") or 0) - int(m.get("bad") or 0)
-        else:  # the next step is a map: it saw exactly these rows
+        else:  # the next step is a map, or an aggregate that counted its input: it saw exactly these rows
             nxt = metrics[i + 1]
-            out[i] = int(nxt.get("rows") or 0) if nxt is not None else out[i + 1]
+            out[i] = int(nxt.get("rows_in", nxt.get("rows")) or 0) if nxt is not None else out[i + 1]
     stats: dict[int, StepStats] = {}
     for i, n in enumerate(nodes):
         bad = int((metrics[i] or {}).get("bad") or 0)

@@ -86,28 +86,31 @@ def one_task_per_file(spark) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
-def _path_sql(files: list[str], file_path: str) -> str:
-    """The connectors' URI of Spark's ``_metadata.file_path``: a prefix cut when no name needs URL escaping."""
+def _path_sql(files: list[str]) -> str:
+    """The connectors' URI of the row's file (``input_file_name()``, ``file:///...``): a prefix cut when no name needs URL escaping."""
     from connectors.registry import strip_scheme
 
     if all(_PLAIN_PATH.match(strip_scheme(f)) for f in files):
-        return f"substring({file_path}, 6)"  # 'file:' + the path itself
+        return "substring(input_file_name(), 8)"  # 'file://' + the path itself
     from dataflow.engines.spark.read import _our_path_sql
 
-    return _our_path_sql(file_path)
+    return _our_path_sql("regexp_replace(input_file_name(), '^file://', 'file:')")
 
 
-def _failed(names: list[str]) -> str:
-    """A line that did not parse, as SQL that reads every field.
+def _failed(fields: dict[str, str]) -> str:
+    """A line that did not parse, as SQL that reads every field whose conversion can fail.
 
     The reader converts only the fields a query reads: one that no step reads would not be
-    checked for its type, and the exact path (``from_json`` over the whole schema) flags it. The
-    fields are read in a term that is never true (a file size below 0) and that the optimizer
-    cannot fold away; it costs one null check on a good row.
+    checked for its type, and the exact path (``from_json`` over the whole schema) flags it. A
+    string field never fails (Spark keeps any JSON value's text), so only the other fields are
+    read, in a term that is never true (a block length below 0) and that the optimizer cannot
+    fold away (it is not deterministic); it costs one null check on a good row. The term reads
+    no ``_metadata`` field: those cost Spark a copy of every row.
     """
-    if not names:
+    typed = [sql_name(n) for n, t in fields.items() if SPARK_TYPES.get(t, t).upper() != "STRING"]
+    if not typed:
         return f"{CORRUPT} IS NOT NULL"
-    return f"{CORRUPT} IS NOT NULL OR ({' AND '.join(f'{n} IS NULL' for n in names)} AND _metadata.file_size < 0)"
+    return f"{CORRUPT} IS NOT NULL OR ({' AND '.join(f'{n} IS NULL' for n in typed)} AND input_file_block_length() < 0)"
 
 
 def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True) -> DataFrame:
@@ -120,15 +123,14 @@ def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str]
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
     raw = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n").json(paths)
     names = [sql_name(n) for n in fields]
-    failed = f"{_failed(names)} AS {FAILED}"
+    failed = f"{_failed(fields)} AS {FAILED}"
     if not lineage:
         return raw.selectExpr(*names, CORRUPT, failed)
-    split = "_metadata.file_block_start <> 0 OR _metadata.file_block_length <> _metadata.file_size"
-    guard = "raise_error(concat('dataflow: JSON lines file ', _metadata.file_path, ' was split across tasks; its line numbers would be wrong'))"
+    # input_file_name() and input_file_block_start() are the task's own, not per-row _metadata fields.
+    guard = "raise_error(concat('dataflow: JSON lines file ', input_file_name(), ' was split across tasks; its line numbers would be wrong'))"
     numbered = raw.selectExpr(
-        *names, CORRUPT, failed, "_metadata.file_path AS __df_file",
-        f"CASE WHEN {split} THEN {guard} ELSE monotonically_increasing_id() END AS __df_id",
+        *names, CORRUPT, failed, f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END AS __df_id",
     )
     line = f"CAST((__df_id & {_ROW_BITS}) + 1 AS STRING)"
-    source = f"concat({_path_sql(files, '__df_file')}, {sql_literal('#line=')}, {line}) AS {SOURCE}"
+    source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, {line}) AS {SOURCE}"
     return numbered.selectExpr(source, *names, CORRUPT, FAILED)

@@ -12,7 +12,7 @@ import functools
 import posixpath
 import shutil
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark import StorageLevel
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["JobFrames", "build_frames", "finish_side_outputs", "release", "write_outputs"]
 
 _ERRORS_PER_FILE = 100_000  # error records per file the error write aims at
+ROWS_IN = "__df_rows_in"  # an aggregate's hidden count of its input rows, summed by its own observation
 
 
 @dataclass
@@ -68,21 +69,25 @@ class _Builder:
 
     def finish(
         self, result: DataFrame | Checked, index: int, op: str, drops_rows: bool, chain: str, next_is_map: bool,
-        needed: frozenset[str] | None = None, read_flag: str | None = None,
+        needed: frozenset[str] | None = None, read_flag: str | None = None, next_counts_input: bool = False,
     ) -> DataFrame:
         """Observe a step's counters and split its bad rows off to the error frames.
 
         ``needed``: the columns later steps read (None: all). ``read_flag``: ``result`` is the
         read's check folded into this step's; the column flags the rows the read failed, which
-        are counted and recorded as the read's.
+        are counted and recorded as the read's. ``next_counts_input``: the next step counts its
+        input rows itself (an aggregate's ``ROWS_IN``), so a step without row errors needs no
+        observation of its own. A ``ROWS_IN`` column in ``result`` is summed and dropped.
         """
         checked = result if isinstance(result, Checked) else None
         df = checked.df if checked else result
         bad = F.coalesce(F.col(BAD), F.lit(False)) if checked else None
         obs = None
-        if self.observe and (checked or not next_is_map):
+        if self.observe and (checked or ROWS_IN in df.columns or not (next_is_map or next_counts_input)):
             obs = Observation(f"dataflow_{self.tag}_{chain}_{index}")
             metrics = [F.count(F.lit(1)).alias("rows")]
+            if ROWS_IN in df.columns:
+                metrics.append(F.sum(ROWS_IN).alias("rows_in"))
             if checked:
                 metrics.append(F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
             if read_flag:
@@ -91,9 +96,12 @@ class _Builder:
             df = df.observe(obs, *metrics)
             self.frames.observed.append(Observed(index, op, drops_rows, obs, chain, view=step_part if read_flag else None))
         elif self.observe:
-            # A map step keeps the row count: the next step's observation counts these rows too,
-            # so no observation here (each one splits Spark's generated code).
+            # A map step keeps the row count, and an aggregate counts its input: the next step's
+            # observation counts these rows too, so no observation here (each one splits Spark's
+            # generated code and costs a pass over every row).
             self.frames.observed.append(Observed(index, op, drops_rows, None, chain))
+        if ROWS_IN in df.columns:
+            df = df.drop(ROWS_IN)
         if checked is None:
             return df
         if obs is not None:
@@ -128,14 +136,22 @@ class _Builder:
                 first = 1
         if not first:
             df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"])
+        counts_input = [self.observe and i > first and _counts_input(s) for i, s in enumerate(steps)]
         for i, step in enumerate(steps[first:], start=first):
             if step.call is not None:
                 sample = _sample(spark, read, steps[:i], files, storage, named, cache)
                 df = python_step(df, step, sample)
             else:
+                if counts_input[i]:
+                    step = replace(step, params=step.params.model_copy(update={"aggregations": {**step.params.aggregations, ROWS_IN: "count(*)"}}))
                 df = LOWERINGS[step.name].load()(df, step, named)
-            df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after)
+            df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after, next_counts_input=counts_input[i + 1 : i + 2] == [True])
         return df
+
+
+def _counts_input(step: SparkStep) -> bool:
+    """Whether ``step`` is a native aggregate, which can count its input rows in a hidden ``ROWS_IN`` aggregation."""
+    return step.call is None and step.name == "table.aggregate"
 
 
 def _sample(spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], storage: dict, named: dict, cache: CacheSettings | None):

@@ -57,3 +57,46 @@ def test_the_rule_is_turned_off_only_while_the_job_runs(spark_local):
     with keep_observed(spark_local):
         assert spark_local.conf.get(key) == rule
     assert spark_local.conf.get(key, None) is None
+
+
+def _aggregate_doc(tmp_path, data) -> dict:
+    return {
+        "name": "counted_aggregate", "engine": "spark",
+        "source": {"uri": str(data), "format": "jsonl", "options": {"schema": {"level": "string", "ms": "double"}}},
+        "steps": [
+            {"op": "table.filter_rows", "params": {"where": "level <> 'DEBUG'"}},
+            {"op": "table.with_columns", "params": {"columns": {"slow": "ms > 5"}}},
+            {"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)", "slow": "count_if(slow)"}}},
+            {"op": "table.select", "params": {"columns": ["level", "n", "slow"]}},
+        ],
+        "sink": {"uri": str(tmp_path / "out"), "format": "parquet"},
+    }
+
+
+def test_an_aggregate_counts_the_rows_before_it_without_their_own_observation(spark_local, tmp_path):
+    """The aggregate's hidden input count gives the counters of the steps before it: no observation runs over their rows."""
+    from connectors.registry import list_files
+    from dataflow.engines.registry import compile_pipeline
+    from dataflow.engines.spark.run import build_frames
+    from dataflow.runtime.stats import SideOutputs
+
+    data = tmp_path / "in"
+    data.mkdir()
+    levels = ["INFO", "DEBUG", "WARN", "INFO"]
+    (data / "a.jsonl").write_text("".join(json.dumps({"level": levels[i % 4], "ms": i}) + "\n" for i in range(20)) + '{"level": "INFO", "ms": "x"}\n')
+    spec = parse_pipeline(_aggregate_doc(tmp_path, data))
+    report = run_pipeline(spec, RunOptions(progress=False))
+    steps = [(s["op"], s["rows_in"], s["rows_out"], s["rows_errored"], s["drops"]) for s in report.to_dict()["steps"]]
+    assert steps == [
+        ("read", 21, 20, 1, {}),
+        ("table.filter_rows", 20, 15, 0, {"table.filter_rows": 5}),
+        ("table.with_columns", 15, 15, 0, {}),
+        ("table.aggregate", 15, 2, 0, {}),
+        ("table.select", 2, 2, 0, {}),
+    ]
+    out = tmp_path / "plan"
+    side = SideOutputs(uri=str(out), storage_options={}, stats_dir=str(out / "_stats"), errors_dir=str(out / "_errors"))
+    frames = build_frames(spark_local, compile_pipeline(spec)[-1], list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
+    plan = frames.output._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("CollectMetrics") == 3  # the read's, the aggregate's (over its groups) and the select's
+    assert "__df_rows_in" not in frames.output.columns

@@ -156,3 +156,20 @@ def test_a_held_dataframe_recomputed_outside_the_run_keeps_its_lineage(spark_loc
         assert held.where("__source__ LIKE '%#line=3000'").count() == 1
     finally:
         spark_local.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+def test_a_string_field_holding_any_json_value_is_no_error_and_is_not_read(spark_local, tmp_path, monkeypatch):
+    """Spark keeps any JSON value's text in a string field, so the fast path's bad-row check leaves unread string fields unparsed."""
+    from dataflow.engines.spark.json_fast import FAILED, fast_jsonl
+
+    lines = [_line(i) for i in range(6)]
+    lines[1] = '{"level": {"nested": [1, 2]}, "latency_ms": 1.5}'
+    lines[4] = '{"level": 7, "latency_ms": "slow"}'  # the double is still checked
+    data = _write(tmp_path / "in", {"a.jsonl": lines})
+    select = [{"op": "table.select", "params": {"columns": ["ctx"]}}]
+    _, rows, errors, _ = _both(tmp_path, data, monkeypatch, steps=select)
+    assert len(rows) == 5 and [json.loads(e)["reason"] for e in errors] == ["field 'latency_ms' is not a double"]
+    path = data / "a.jsonl"
+    df = fast_jsonl(spark_local, [str(path)], ["file://" + str(path)], SCHEMA).select(FAILED)
+    scan = df._jdf.queryExecution().executedPlan().toString()
+    assert "latency_ms" in scan and "level" not in scan and "_metadata" not in scan
