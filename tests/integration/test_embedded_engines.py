@@ -165,3 +165,15 @@ def test_a_failing_warm_up_never_fails(ray_local, monkeypatch):
     session.warm_workers(("dataflow_no_such_module",))
     session._warming[0].join(timeout=120)
     assert not session._warming[0].is_alive() and ray_local.is_initialized()
+
+
+def test_the_engine_lets_ray_data_read_the_cluster_resources_promptly(ray_local):
+    """Ray 2.60 re-reads them once a second, running a single task until then (see ``session.prompt_resource_limits``); a Ray without the setting is left alone and fails here."""
+    from ray.data._internal.execution.resource_manager import ResourceManager
+
+    from dataflow.engines.base import RunOptions
+    from dataflow.engines.ray.engine import RayEngine
+    from dataflow.engines.ray.session import LIMITS_REFRESH_S
+
+    RayEngine().start(RunOptions(progress=False))
+    assert ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S == LIMITS_REFRESH_S

@@ -29,8 +29,9 @@ def _write(folder: pathlib.Path) -> None:
         (folder / f"part-{f}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def _doc(data: pathlib.Path, out: pathlib.Path, engine: str) -> dict:
-    return {"name": "typed", "engine": engine, "source": {"uri": str(data), "format": "jsonl", "options": {"schema": SCHEMA, "files_per_shard": 1}},
+def _doc(data: pathlib.Path, out: pathlib.Path, engine: str, files_per_shard: int | None = 1) -> dict:
+    shards = {"files_per_shard": files_per_shard} if files_per_shard else {}
+    return {"name": "typed", "engine": engine, "source": {"uri": str(data), "format": "jsonl", "options": {"schema": SCHEMA, **shards}},
             "steps": [{"op": "table.filter_rows", "params": {"where": "level <> 'DEBUG'"}},
                       {"op": "table.with_columns", "params": {"columns": {"region": "ctx.region", "code": r"regexp_extract(msg, 'code=(\\d+)', 1)"}}},
                       {"op": "table.aggregate", "params": {"keys": ["service", "level"], "aggregations": {
@@ -49,10 +50,12 @@ def _errors(out: pathlib.Path) -> list[tuple[str, str]]:
     return sorted((pathlib.Path(r["source"]).name, r["error_type"]) for r in recs)
 
 
-def test_declared_schema_on_ray_matches_spark(ray_local, spark_local, tmp_path):
+@pytest.mark.parametrize("files_per_shard", [1, None], ids=["shards-then-global-phase", "one-phase"])
+def test_declared_schema_on_ray_matches_spark(ray_local, spark_local, tmp_path, files_per_shard):
+    """A shard a file: the map phase's stage and partial states fuse before the checkpoint; one shard: before the global stage itself."""
     data = tmp_path / "logs"
     _write(data)
-    reports = {e: run_pipeline(parse_pipeline(_doc(data, tmp_path / e, e)), QUIET) for e in ("ray", "spark")}
+    reports = {e: run_pipeline(parse_pipeline(_doc(data, tmp_path / e, e, files_per_shard)), QUIET) for e in ("ray", "spark")}
     ray, spark = _groups(tmp_path / "ray"), _groups(tmp_path / "spark")
     assert [{k: r[k] for k in ("service", "level", "n", "errs", "eu", "p")} for r in ray] == [{k: r[k] for k in ("service", "level", "n", "errs", "eu", "p")} for r in spark]
     assert [r["mu"] for r in ray] == pytest.approx([r["mu"] for r in spark])
@@ -71,3 +74,19 @@ def test_a_type_ray_does_not_read_is_refused_before_the_run(ray_local, tmp_path)
     with pytest.raises(PlanError, match="field 'ts' has type 'timestamp'"):
         run_pipeline(parse_pipeline(doc), QUIET)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("merge_bytes", ["", "-1"], ids=["merged-in-one-task", "merged-through-the-shuffle"])
+def test_a_run_in_one_phase_whose_filter_drops_every_row(ray_local, tmp_path, monkeypatch, merge_bytes):
+    """Every block's fused query keeps no row; the merge, in one task or through the hash shuffle, gives no group, and each step's counters still add up."""
+    monkeypatch.setenv("DATAFLOW_RAY_MERGE_TASK_BYTES", merge_bytes)
+    data = tmp_path / "logs"
+    _write(data)
+    doc = _doc(data, tmp_path / "out", "ray", files_per_shard=None)
+    doc["steps"][0]["params"]["where"] = "level = 'NONE'"
+    report = run_pipeline(parse_pipeline(doc), QUIET)
+    assert _groups(tmp_path / "out") == []
+    steps = {s.op: s for s in report.steps}
+    assert steps["table.filter_rows"].rows_in == 180 and steps["table.filter_rows"].rows_out == 0
+    assert steps["table.aggregate"].rows_in == 0 and steps["table.aggregate"].rows_out == 0
+    assert report.rows_errored == 4

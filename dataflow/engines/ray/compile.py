@@ -133,7 +133,7 @@ class RayJob:
     def describe(self) -> str:
         """The ``== Ray job ==`` section of ``dataflow explain``."""
         lines = ["== Ray job ==", f"read: {self.read.describe()}"]
-        for s in self.stages:
+        for s, after in zip(self.stages, [*self.stages[1:], None]):
             if isinstance(s, RayGlobal):
                 res = ", ".join(f"{k}={v}" for k, v in (("num_cpus", s.num_cpus), ("num_gpus", s.num_gpus), ("batch_size", s.batch_size)) if v is not None)
                 lines.append(f"{s.name}: global[{s.label}] via {s.strategy}" + (f", {res}" if res else ""))
@@ -144,6 +144,8 @@ class RayJob:
             )
             pool = "actor pool" if s.compute == "actors" else "tasks"
             lines.append(f"{s.name}: map_batches[{s.label}] as {pool}, batch_size={s.batch_size}" + (f", {res}" if res else ""))
+            if isinstance(after, RayGlobal) and after.label == "table.aggregate" and s.compute == "tasks" and fusable(list(s.calls)):
+                lines.append(f"    {s.name} and {after.name}'s partial states: one DuckDB query per block where they merge exactly (else step by step)")
         for name, sub in self.inputs:
             lines.append(f"source '{name}' (materialized in Ray's object store, shuffled with the rows of the steps that read it):")
             lines += ["    " + line for line in sub.describe().splitlines()[1:]]

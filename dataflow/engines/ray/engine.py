@@ -24,7 +24,7 @@ class RayEngine(Engine):
         """Start or join Ray (the runner calls it on the main thread, while it lists the inputs), set up Ray Data and warm the workers."""
         import logging
 
-        from dataflow.engines.ray.session import ensure_ray, warm_workers
+        from dataflow.engines.ray.session import ensure_ray, prompt_resource_limits, warm_workers
 
         ensure_ray(options.address, options.object_store_memory, options.spill_dir, verbose=options.verbose)  # before ray is imported
         from ray.data import DataContext
@@ -33,6 +33,7 @@ class RayEngine(Engine):
         ctx = DataContext.get_current()
         ctx.enable_progress_bars = bool(options.progress and sys.stderr.isatty())
         ctx.print_on_execution_start = False
+        prompt_resource_limits()
         if options.max_cpus is not None or options.max_gpus is not None:
             from ray.data import ExecutionResources
 

@@ -1,4 +1,4 @@
-"""The last stage before an aggregation's checkpoint and its partial states, as one map (``runtime.fused_sql``).
+"""The stage before an aggregation (its checkpoint, or the global stage itself) and its partial states, as one map (``runtime.fused_sql``).
 
 Each batch runs as one DuckDB query where ``FusedAggregate`` can run it, else as the stage's steps
 one by one followed by the partial aggregation (``StageFn`` then ``_PartialAggregate``): the same
@@ -15,16 +15,18 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 __all__ = ["FusedStageFn", "fused_stage"]
 
 
-def fused_stage(stage, write) -> tuple | None:
-    """The aggregation call and its split when ``stage`` (a RayStage of tasks) can fuse with the partial states ``write`` checkpoints, else None."""
+def fused_stage(stage, call) -> object | None:
+    """The split of the aggregation ``call`` when ``stage`` (a RayStage of tasks) can run with its partial states as one query, else None.
+
+    ``call`` is the aggregation that reads the stage's rows: the checkpoint's (a run's map phase)
+    or the global stage's right after it (a run in one phase).
+    """
     from dataflow.engines.ray.global_ops import _two_phase
     from dataflow.runtime.fused_sql import fusable
 
-    call = write.feeds if write is not None and write.reads is not None else None
     if call is None or call.op.name != "table.aggregate" or stage.compute != "tasks" or not fusable(list(stage.calls)):
         return None
-    split = _two_phase(call.params)
-    return None if split is None else (call, split)
+    return _two_phase(call.params)
 
 
 class FusedStageFn:

@@ -118,11 +118,12 @@ class _PartitionOp:
         return pa.table({**row, SOURCE: pa.nulls(1, pa.string())})
 
 
-def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = None, partitions: int | None = None):
+def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = None, partitions: int | None = None, states: bool = False):
     """Return the dataset after the global op of ``stage``, run distributed (see the module docstring).
 
     ``named``: the materialized datasets of the pipeline's named sources (a join's right side).
     ``partitions``: the shuffle partition count (default: 2 per cluster CPU).
+    ``states``: ``ds`` holds an aggregation's partial states already (``fused_stage``), not rows.
     """
     if stage.label in LOWERINGS:
         return LOWERINGS[stage.label](ds, stage, side, partitions)
@@ -138,7 +139,9 @@ def apply_global(ds, stage, side: SideOutputs, named: dict[str, Any] | None = No
         split = _two_phase(call.params)
         if split is not None:
             # Map-side combine: each block's partial states per group cross the shuffle, not its rows.
-            ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None).materialize()
+            if not states:
+                ds = ds.map_batches(_PartialAggregate(stage.name, stage.call, side, split), batch_format=ARROW, batch_size=None)
+            ds = ds.materialize()
             if (ds.size_bytes() or 0) <= merge_task_bytes():  # states of a few MB: merged in one task, no shuffle
                 return _merged_in_one_task(ds, _MergeAggregate(stage, side, split))
             return hash_shuffle([(ds, keys)], parts, _MergeAggregate(stage, side, split), seed=not keys)

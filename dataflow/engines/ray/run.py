@@ -20,7 +20,7 @@ from dataflow.engines.ray.session import cluster_cpus
 from dataflow.batch import Columns, from_arrow, length, plain_arrow, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.routes import ShardRoutes
-from dataflow.runtime.stage import StageExecutor, StepStats
+from dataflow.runtime.stage import StageExecutor, StepCall, StepStats
 from dataflow.runtime.stats import SideOutputs, batch_key
 
 if TYPE_CHECKING:
@@ -305,15 +305,21 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
                 routes: ShardRoutes[ShardPlace] | None = None, fused: int | None = None):
     """The job's stages (and named sources) over the read rows ``ds``; ``fused``: the files per read task of a fused stream."""
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
-    last = job.stages[-1] if job.stages and isinstance(job.stages[-1], RayStage) and routes is None else None
-    to_states = fused_stage(last, job.write) if last is not None else None
-    for stage in job.stages:
-        if to_states is not None and stage is last:  # its rows go nowhere but into the partial states: one query per batch
-            fn = FusedStageFn(stage, *to_states, f"stage-{len(job.stages) + 1}", side)
-            big = job.read.parse == "jsonl" and job.read.source.options.get("schema")  # the read's blocks are whole 8 MiB parses already
-            return ds.map_batches(fn, **{**_stage_kwargs(stage), "batch_size": None if big else stage.batch_size})
+    states = False  # the map before the next global stage computed its partial states
+    for i, stage in enumerate(job.stages):
         if isinstance(stage, RayGlobal):
-            ds = apply_global(ds, stage, side, named=named, partitions=partitions)
+            ds = apply_global(ds, stage, side, named=named, partitions=partitions, states=states)
+            states = False
+            continue
+        feeds = _feeds(job, i) if routes is None else None
+        split = fused_stage(stage, feeds[0]) if feeds is not None else None
+        if split is not None:  # its rows go nowhere but into the partial states: one query per batch
+            fn = FusedStageFn(stage, feeds[0], split, feeds[1], side)
+            big = job.read.parse == "jsonl" and job.read.source.options.get("schema")  # the read's blocks are whole 8 MiB parses already
+            ds = ds.map_batches(fn, **{**_stage_kwargs(stage), "batch_size": None if big else stage.batch_size})
+            if i == len(job.stages) - 1:  # the checkpoint's partial states
+                return ds
+            states = True
             continue
         kwargs = _stage_kwargs(stage)
         if stage.compute == "actors" and routes is not None:
@@ -330,6 +336,16 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
 
         ds = checkpoint_rows(ds, job.write, f"stage-{len(job.stages) + 1}", side, routes)
     return ds
+
+
+def _feeds(job: RayJob, i: int) -> tuple[StepCall, str] | None:
+    """The aggregation reading stage ``i``'s rows and the name its partial counters go under: the next global stage's, or the checkpoint's after the last stage."""
+    if i + 1 < len(job.stages):
+        after = job.stages[i + 1]
+        return (after.call, after.name) if isinstance(after, RayGlobal) else None
+    if job.write is not None and job.write.reads is not None and job.write.feeds is not None:
+        return job.write.feeds, f"stage-{len(job.stages) + 1}"
+    return None
 
 
 def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: CacheSettings | None):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["cluster_cpus", "ensure_ray", "release", "warm_workers", "warmed"]
+__all__ = ["cluster_cpus", "ensure_ray", "prompt_resource_limits", "release", "warm_workers", "warmed"]
 
 _INIT_LOCK = threading.Lock()  # shards start from several threads; Ray starts once
 _started = threading.Event()  # set when ensure_ray started or joined Ray (release leaves any other session alone)
@@ -74,6 +74,25 @@ def _init(ray, address: str | None, object_store_memory: int | None, spill_dir: 
         spilling = {"type": "filesystem", "params": {"directory_path": spill_dir}}
         kwargs["_system_config"] = {"object_spilling_config": json.dumps(spilling)}
     ray.init(include_dashboard=False, object_store_memory=object_store_memory, **kwargs)
+
+
+#: How often (seconds) Ray Data's executor re-reads the cluster's resources; Ray 2.60's own is 1 s (see ``prompt_resource_limits``).
+LIMITS_REFRESH_S = 0.05
+
+
+def prompt_resource_limits() -> None:
+    """Let each Ray Data execution use every CPU within ``LIMITS_REFRESH_S`` of its start, not after a second.
+
+    NOTE: Ray 2.60's executor starts each execution with resource limits of zero: it asks its
+    autoscaling coordinator (an actor) without waiting and re-reads the answer only every
+    ``ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S`` (1 s). Until then only one task runs:
+    the logs benchmark's two read tasks ran one after the other (0.8 s each) on 2 CPUs. The
+    attribute is left alone where a Ray version has none.
+    """
+    from ray.data._internal.execution.resource_manager import ResourceManager
+
+    if getattr(ResourceManager, "GLOBAL_LIMITS_UPDATE_INTERVAL_S", 0) > LIMITS_REFRESH_S:
+        ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S = LIMITS_REFRESH_S
 
 
 def warm_workers(modules: tuple[str, ...] = WARM_MODULES) -> None:

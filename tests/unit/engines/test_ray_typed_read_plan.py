@@ -32,3 +32,12 @@ def test_only_the_fields_a_step_reads_are_parsed_and_the_stage_fuses_with_the_pa
 def test_a_type_the_ray_read_does_not_take_is_a_plan_error_naming_the_field():
     with pytest.raises(PlanError, match="field 'ts' has type 'timestamp'"):
         _map_job({**SCHEMA, "ts": "timestamp"})
+
+
+def test_a_run_in_one_phase_fuses_the_stage_with_the_global_stage_partial_states():
+    doc = {"name": "t", "engine": "ray", "source": {"uri": "/in", "format": "jsonl", "options": {"schema": SCHEMA}},
+           "steps": [{"op": "table.filter_rows", "params": {"where": "level <> 'DEBUG'"}},
+                     {"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)"}}}],
+           "sink": {"uri": "/out", "format": "parquet"}}
+    _, _, _, job = compile_pipeline(parse_pipeline(doc))
+    assert "stage-1 and stage-2's partial states: one DuckDB query per block" in job.describe()
