@@ -2,7 +2,9 @@
 
 Like WebDataset's ``__key__`` / ``__url__``, dataflow's columns are spelled ``__<name>__``. A user
 column may be called ``source``, ``id``, ``text``, ``bytes``, ``image``, ``path`` or ``key``; it
-round-trips untouched, because dataflow reads and writes only the names below.
+round-trips untouched, because dataflow reads and writes only the names below. Working columns
+that live only inside a step or a stage (a row index, a hidden count, a parse flag) are spelled
+``__df_<name>__``; input columns of that spelling are not supported.
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from dataflow.runtime.stage import StepCall, StepStats
 __all__ = ["FUSABLE", "FusedAggregate", "fusable"]
 
 FUSABLE = ("table.filter_rows", "table.select", "table.with_columns")
-_ROWS = "__df_rows"
+_ROWS = "__df_rows__"
 
 
 def fusable(calls: list[StepCall]) -> bool:

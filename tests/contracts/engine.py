@@ -543,6 +543,31 @@ class EngineContract:
         assert sorted(f["rows"] for f in files)[-1] == most_rows and len(files) >= -(-10 // most_rows)
         assert sum(f["rows"] for f in files) == 10
 
+    def test_user_columns_named_like_dataflows_working_columns_round_trip(self, engine: str, tmp_path: pathlib.Path):
+        # Names dataflow once used for its own working columns (``__df_row``, ``__df_rows_in``, ...): user data may take them.
+        rows = [{"__df_part": f"p{i % 3}", "__df_row": i, "__df_batch": f"b{i}", "__df_bad": i % 2 == 0, "__df_id": 100 - i} for i in range(12)]
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / "w.parquet")
+        steps = [{"op": "table.filter_rows", "params": {"where": "__df_row >= 2 AND __df_bad"}},
+                 {"op": "table.with_columns", "params": {"columns": {"__df_rows": "__df_row * 10", "__df_state": "upper(__df_batch)"}}}]
+        flat = run_pipeline(parse_pipeline({"name": "w", "engine": engine, "source": {"uri": str(tmp_path / "w.parquet"), "format": "parquet"},
+                                            "steps": steps, "sink": {"uri": str(tmp_path / "flat"), "format": "parquet"}}), QUIET)
+        kept = [r for r in rows if r["__df_row"] >= 2 and r["__df_bad"]]
+        got = [r for p in (tmp_path / "flat").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+        assert_same_rows([{k: v for k, v in r.items() if k != "__source__"} for r in got],
+                         [{**r, "__df_rows": 10 * r["__df_row"], "__df_state": r["__df_batch"].upper()} for r in kept])
+        aggregate = {"op": "table.aggregate", "params": {"keys": ["__df_part"], "aggregations": {
+            "n": "count(*)", "__df_rows": "sum(__df_id)", "__df_rows_in": "sum(__df_row)", "__df_merged": "max(__df_id)", "__df_state": "min(__df_batch)"}}}
+        grouped = run_pipeline(parse_pipeline({"name": "w", "engine": engine, "source": {"uri": str(tmp_path / "w.parquet"), "format": "parquet"},
+                                               "steps": [steps[0], aggregate], "sink": {"uri": str(tmp_path / "grouped"), "format": "parquet"}}), QUIET)
+        got = [r for p in (tmp_path / "grouped").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+        parts = sorted({r["__df_part"] for r in kept})
+        assert_same_rows([{k: v for k, v in r.items() if k != "__source__"} for r in got], [
+            {"__df_part": p, "n": sum(r["__df_part"] == p for r in kept), "__df_rows": sum(r["__df_id"] for r in kept if r["__df_part"] == p),
+             "__df_rows_in": sum(r["__df_row"] for r in kept if r["__df_part"] == p),
+             "__df_merged": max(r["__df_id"] for r in kept if r["__df_part"] == p), "__df_state": min(r["__df_batch"] for r in kept if r["__df_part"] == p)}
+            for p in parts])
+        assert (flat.rows_in, flat.rows_out, grouped.rows_out) == (12, len(kept), len(parts))
+
     def test_filter_counts_rows_in_out_and_dropped(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)
         step = next(s for s in report.steps if s.op == "table.filter_rows")

@@ -21,7 +21,7 @@ from dataflow.engines.ray.compile import ARROW
 
 __all__ = ["DEFAULT_PARTITIONS_PER_CPU", "hash_shuffle", "partition_ids", "shuffle_partitions"]
 
-PART, SIDE, PIECE = "__df_part", "__df_side", "__df_piece"
+PART, SIDE, PIECE = "__df_part__", "__df_side__", "__df_piece__"
 DEFAULT_PARTITIONS_PER_CPU = 2
 # Key columns, or ``fn(column names, None) -> key columns`` resolved per block.
 Keys = Union[Sequence[str], Callable[[list, None], list]]

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "one_task_per_file"]
 
-CORRUPT = "__df_json_corrupt"
-FAILED = "__df_json_failed"
+CORRUPT = "__df_json_corrupt__"
+FAILED = "__df_json_failed__"
 _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
@@ -129,8 +129,8 @@ def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str]
     # input_file_name() and input_file_block_start() are the task's own, not per-row _metadata fields.
     guard = "raise_error(concat('dataflow: JSON lines file ', input_file_name(), ' was split across tasks; its line numbers would be wrong'))"
     numbered = raw.selectExpr(
-        *names, CORRUPT, failed, f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END AS __df_id",
+        *names, CORRUPT, failed, f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END AS __df_id__",
     )
-    line = f"CAST((__df_id & {_ROW_BITS}) + 1 AS STRING)"
+    line = f"CAST((__df_id__ & {_ROW_BITS}) + 1 AS STRING)"
     source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, {line}) AS {SOURCE}"
     return numbered.selectExpr(source, *names, CORRUPT, FAILED)

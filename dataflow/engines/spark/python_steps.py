@@ -21,7 +21,7 @@ __all__ = ["PYTHON_LOWERING", "PythonStage", "python_allowed", "python_step"]
 
 PYTHON_LOWERING = "mapInArrow[the op in Python workers, one executor per partition]; row errors -> _errors/"
 SAMPLE_ROWS = 64
-ETYPE, REASON = "__df_etype", "__df_reason"
+ETYPE, REASON = "__df_etype__", "__df_reason__"
 
 
 def python_allowed(op) -> bool:

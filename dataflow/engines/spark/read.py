@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["read_source"]
 
 _GLOB_CHARS = "\\[]{}*?"
-UNDECODABLE = "__df_undecodable"
-JSON_LINE = "__df_json_line"
+UNDECODABLE = "__df_undecodable__"
+JSON_LINE = "__df_json_line__"
 _UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["JobFrames", "build_frames", "finish_side_outputs", "release", "write_outputs"]
 
 _ERRORS_PER_FILE = 100_000  # error records per file the error write aims at
-ROWS_IN = "__df_rows_in"  # an aggregate's hidden count of its input rows, summed by its own observation
+ROWS_IN = "__df_rows_in__"  # an aggregate's hidden count of its input rows, summed by its own observation
 
 
 @dataclass

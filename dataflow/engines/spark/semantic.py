@@ -21,7 +21,7 @@ from dataflow.engines.spark.compile import SparkStep
 
 __all__ = ["semantic_dedup"]
 
-_ROW = "__df_row"
+_ROW = "__df_row__"
 
 
 def _matrix(values: pa.Array | pa.ChunkedArray, column: str) -> np.ndarray:

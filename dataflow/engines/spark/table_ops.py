@@ -30,8 +30,8 @@ from dataflow.ops.table.window_columns import window_spec
 
 __all__ = ["BAD", "Checked"]
 
-BAD = "__df_bad"
-_CORRUPT = "__df_corrupt"
+BAD = "__df_bad__"
+_CORRUPT = "__df_corrupt__"
 _JSON_TUPLE = HIDDEN  # the parsed struct, dropped in the same step
 # json_tuple's JSON parser (Jackson's defaults, unquoted control characters allowed), not from_json's
 # more lenient defaults; a malformed record is flagged so that none of its fields are kept (json_tuple's NULLs).
@@ -114,9 +114,9 @@ def _parse_json(df: DataFrame, step: SparkStep, named) -> Checked:
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{_CORRUPT} STRING"])  # no fields: only empty files
     text = sql_name(column)
     options = f"map('columnNameOfCorruptRecord', '{_CORRUPT}', 'mode', 'PERMISSIVE')"
-    df = df.withColumn("__df_parsed", F.expr(f"from_json({text}, {sql_literal(ddl)}, {options})"))
-    parsed = {n: F.expr(f"__df_parsed.{sql_name(n)}") for n in fields}
-    df = df.withColumns({**parsed, BAD: F.expr(f"{text} IS NULL OR __df_parsed.{_CORRUPT} IS NOT NULL")}).drop("__df_parsed")
+    df = df.withColumn("__df_parsed__", F.expr(f"from_json({text}, {sql_literal(ddl)}, {options})"))
+    parsed = {n: F.expr(f"__df_parsed__.{sql_name(n)}") for n in fields}
+    df = df.withColumns({**parsed, BAD: F.expr(f"{text} IS NULL OR __df_parsed__.{_CORRUPT} IS NOT NULL")}).drop("__df_parsed__")
     # Evaluated on bad rows only: a second parse tells bad JSON from a field of the wrong type.
     as_map = f"from_json({text}, 'MAP<STRING, STRING>')"
     return Checked(df, [
@@ -159,7 +159,7 @@ def _parse_regex(df: DataFrame, step: SparkStep, named) -> DataFrame | Checked:
 
 def _cast(df: DataFrame, step: SparkStep, named) -> Checked:
     columns = step.params.columns
-    flags = {f"__df_failed_{i}": col(n).isNotNull() & col(n).try_cast(SPARK_TYPES[t]).isNull() for i, (n, t) in enumerate(columns.items())}
+    flags = {f"__df_failed_{i}__": col(n).isNotNull() & col(n).try_cast(SPARK_TYPES[t]).isNull() for i, (n, t) in enumerate(columns.items())}
     df = df.withColumns(flags)
     df = df.withColumns({**{n: col(n).try_cast(SPARK_TYPES[t]) for n, t in columns.items()}, BAD: reduce(operator.or_, [F.col(f) for f in flags])})
     cases = [(sql_name(f), "ValueError", sql_literal(f"column '{n}': value is not a valid {t}")) for f, (n, t) in zip(flags, columns.items())]
@@ -177,7 +177,7 @@ def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
     if not order:
         return df.dropDuplicates(keys)
     rank = F.row_number().over(Window.partitionBy(*[col(k) for k in keys]).orderBy(*order))
-    return df.withColumn("__df_rank", rank).where(F.col("__df_rank") == 1).drop("__df_rank")
+    return df.withColumn("__df_rank__", rank).where(F.col("__df_rank__") == 1).drop("__df_rank__")
 
 
 def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, Any], params: dict, default_x: str | None = None) -> DataFrame:

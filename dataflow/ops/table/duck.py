@@ -20,8 +20,8 @@ from sqlglot import exp
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "to_duckdb", "with_columns", "with_columns_sql"]
 
-_TABLE = TABLE = "__df_batch"
-_ROW = "__df_row"
+_TABLE = TABLE = "__df_batch__"
+_ROW = "__df_row__"
 _local = threading.local()
 
 

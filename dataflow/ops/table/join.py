@@ -12,7 +12,7 @@ from dataflow.ops.table.types import ColumnName, SourceName
 
 __all__ = ["JOIN_TYPES", "RIGHT_SOURCE", "join_arrow", "join_identity", "join_tables"]
 
-RIGHT_SOURCE = "__df_right_source"  # the right row's identity, while the join ranks matches
+RIGHT_SOURCE = "__df_right_source__"  # the right row's identity, while the join ranks matches
 
 #: Our join names -> pyarrow's.
 JOIN_TYPES = {"inner": "inner", "left": "left outer", "right": "right outer", "full": "full outer", "semi": "left semi", "anti": "left anti"}

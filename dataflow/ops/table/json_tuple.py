@@ -74,7 +74,7 @@ def entries(columns: dict[str, str]) -> list[tuple[tuple[str, ...], exp.Expressi
 
 
 #: The hidden column of one json_tuple's values on Ray (``HIDDEN`` and its index), dropped after the step.
-HIDDEN = "__df_json_tuple"
+HIDDEN = "__df_json_tuple__"
 
 
 def duckdb_columns(columns: dict[str, str], params: dict[str, Any] | None) -> dict[str, str]:

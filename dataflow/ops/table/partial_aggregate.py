@@ -29,8 +29,8 @@ from dataflow.ops.table.sql import EXTRA_AGGREGATES, duckdb_sql
 
 __all__ = ["TwoPhase", "two_phase"]
 
-_STATE = "__df_state"
-_MERGED = "__df_merged"
+_STATE = "__df_state__"
+_MERGED = "__df_merged__"
 _OWN = (exp.Count, exp.CountIf, exp.Sum, exp.Min, exp.Max)
 _LOSSY = (exp.Filter, exp.Window, exp.Distinct)
 

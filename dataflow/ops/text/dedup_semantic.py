@@ -12,7 +12,7 @@ __all__ = ["CLUSTER", "cluster_pairs", "dedup_text_semantic", "similar_pairs"]
 
 #: A batch holding this column is already clustered (an engine assigned it): pairs are compared
 #: inside each cluster, and the column is not passed on.
-CLUSTER = "__df_cluster"
+CLUSTER = "__df_cluster__"
 _BLOCK = 1024
 
 

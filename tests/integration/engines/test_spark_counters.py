@@ -99,4 +99,4 @@ def test_an_aggregate_counts_the_rows_before_it_without_their_own_observation(sp
     frames = build_frames(spark_local, compile_pipeline(spec)[-1], list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
     plan = frames.output._jdf.queryExecution().optimizedPlan().toString()
     assert plan.count("CollectMetrics") == 3  # the read's, the aggregate's (over its groups) and the select's
-    assert "__df_rows_in" not in frames.output.columns
+    assert "__df_rows_in__" not in frames.output.columns
