@@ -65,3 +65,9 @@ def batch_rows(batch):
     import pyarrow as pa
 
     return batch.append_column("batch_rows", pa.array([batch.num_rows] * batch.num_rows, pa.int64()))
+
+
+@op(name="table.repeat_rows", modality="table", inputs=("n",), outputs=("copy",), kind="flat_map", batch_format="row")
+def repeat_rows(row: dict) -> list[dict]:
+    """Yield ``n`` copies of the row, numbered in ``copy``: a row with ``n`` 0 is dropped, one with 3 becomes three."""
+    return [{"copy": k} for k in range(row["n"])]

@@ -578,6 +578,18 @@ class EngineContract:
         step = next(s for s in report.steps if s.op == "table.parse_regex")
         assert (step.rows_in, step.rows_out, step.rows_errored, sum(step.drops.values())) == (4, 1, 0, 3)
 
+    def test_a_flat_map_that_drops_some_rows_and_expands_others_counts_each_drop(self, engine: str, tmp_path: pathlib.Path):
+        # On Spark the op runs in Python workers; its drops were counted net (in - out), so expansion hid them.
+        counts = [0, 3, 0, 1, 2, 0, 4]
+        pq.write_table(pa.table({"n": counts}), tmp_path / "n.parquet")
+        doc = {"name": "flat", "engine": engine, "source": {"uri": str(tmp_path / "n.parquet"), "format": "parquet"},
+               "steps": [{"op": "tests.opfixtures:repeat_rows"}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+        report = run_pipeline(parse_pipeline(doc), QUIET)
+        rows = [r for p in (tmp_path / "out").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+        assert sorted((r["n"], r["copy"]) for r in rows) == sorted((n, k) for n in counts for k in range(n))
+        step = report.steps[-1]
+        assert (step.rows_in, step.rows_out, step.rows_errored, step.drops) == (7, 10, 0, {"table.repeat_rows": 3}), report.steps
+
     def test_the_same_filter_twice_counts_each_steps_drops(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows_twice"], engine, tmp_path)
         counts = [(s.op, s.rows_in, s.rows_out, sum(s.drops.values())) for s in report.steps]

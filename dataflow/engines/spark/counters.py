@@ -3,7 +3,9 @@
 Each checked step (and each step that ends a run of map steps) is a ``DataFrame.observe`` node;
 a map step between them keeps the row count, so it is counted by the next observation. A native
 aggregate counts its input rows in a hidden aggregation (``rows_in``, summed by its observation
-over its few output rows), so the step before it needs no observation of its own.
+over its few output rows), so the step before it needs no observation of its own. A Python step
+that may drop rows sums its own count of them (``drops``); other steps' drops are their input
+less their output and bad rows.
 
 Spark's adaptive execution may drop a stage it has already run from the final plan (a join side
 that came out empty is replaced by an empty relation); the observations inside it are then
@@ -135,7 +137,9 @@ def _chain_stats(nodes: list[Observed], counted_read: bool) -> dict[int, StepSta
                 stats[NAMED_READ_STEP] = StepStats(rows_errored=bad)
             continue
         dropped = st.rows_in - st.rows_out - bad
-        if n.drops_rows and dropped >= 0:  # a flat map that made more rows than it took names no drops
+        if (metrics[i] or {}).get("drops") is not None:  # a Python step counted its drops itself (a flat map may also expand rows)
+            st.drops[n.op] = int(metrics[i]["drops"])
+        elif n.drops_rows and dropped >= 0:
             st.drops[n.op] = dropped
         stats[n.index] = st
     return stats

@@ -24,7 +24,7 @@ from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
 from dataflow.engines.spark.json_fast import eligible
-from dataflow.engines.spark.python_steps import SAMPLE_ROWS, python_step
+from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
@@ -85,7 +85,10 @@ class _Builder:
         obs = None
         if self.observe and (checked or ROWS_IN in df.columns or not (next_is_map or next_counts_input)):
             obs = Observation(f"dataflow_{self.tag}_{chain}_{index}")
-            metrics = [F.count(F.lit(1)).alias("rows")]
+            # A Python step's marker rows (BAD null) only carry its drop count: neither rows nor bad rows.
+            metrics = [F.count(F.col(BAD) if DROPS in df.columns else F.lit(1)).alias("rows")]
+            if DROPS in df.columns:
+                metrics.append(F.sum(DROPS).alias("drops"))
             if ROWS_IN in df.columns:
                 metrics.append(F.sum(ROWS_IN).alias("rows_in"))
             if checked:
@@ -116,7 +119,7 @@ class _Builder:
             else:
                 build = functools.partial(_error_records_from, checked, bad, op, read_flag)
             self.frames.errors.append(_Errors(obs, build))
-        return df.where(~bad).drop(BAD, *checked.helpers)
+        return df.where(~F.col(BAD) if DROPS in df.columns else ~bad).drop(BAD, *checked.helpers)
 
     def chain(
         self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: CacheSettings | None = None
