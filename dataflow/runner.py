@@ -117,7 +117,7 @@ def run_pipeline(
         sweep_tmp(fs, layout)
     start = time.monotonic()
     feed = ShardFeed.of_source(source, storage)  # lists on its thread while the engine starts
-    engine.start(options)  # on this (the main) thread
+    engine.start(options, job)  # on this (the main) thread; the engine may warm its workers for the job
     progress = Progress(fs, layout.root)
     checkpoint = _on_sink(sink.uri, progress.staged)
     # An engine that takes every input as one unit (a mixed Spark -> Ray run, through its handoff) gets one shard.

@@ -130,8 +130,12 @@ class Engine(ABC):
         """Lower an optimized plan (every node on this engine) to a job; starts nothing."""
 
     @abstractmethod
-    def start(self, options: RunOptions) -> None:
-        """Start or join the engine's session; the runner calls it on the main thread while it lists the inputs."""
+    def start(self, options: RunOptions, job: CompiledJob | None = None) -> None:
+        """Start or join the engine's session; the runner calls it on the main thread while it lists the inputs.
+
+        ``job``: the job the run will execute, where the runner knows it: an engine may prepare its
+        workers for it (the Ray engine's warm-up imports what the job's tasks unpickle).
+        """
 
     @abstractmethod
     def execute(self, job: CompiledJob, ctx: RunContext, options: RunOptions) -> list[Any]:

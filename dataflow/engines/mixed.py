@@ -32,9 +32,9 @@ class MixedEngine(Engine):
         segments = split_at_handoffs(plan)
         return MixedJob(plan=plan, segments=tuple(segments), jobs=tuple(e.compile(seg) for e, seg in zip(self.engines, segments)))
 
-    def start(self, options: RunOptions) -> None:
-        for engine in self.engines:
-            engine.start(options)
+    def start(self, options: RunOptions, job: MixedJob | None = None) -> None:
+        for k, engine in enumerate(self.engines):
+            engine.start(options, None if job is None else job.jobs[k])
 
     def _segment(self, job: MixedJob, k: int, ctx: RunContext, inputs):
         from connectors.registry import list_files

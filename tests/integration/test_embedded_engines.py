@@ -146,11 +146,11 @@ def test_the_worker_warm_up_imports_the_stage_modules_in_the_workers_once(ray_lo
     shutil.rmtree(probe, ignore_errors=True)
     monkeypatch.setattr(session, "_warming", [])
     monkeypatch.setenv("DATAFLOW_RAY_WARM_WORKERS", "0")
-    session.warm_workers(("tests.warm_probe",))
+    session.warm_workers(modules=("tests.warm_probe",))
     assert session._warming == []  # turned off: no warm-up
     monkeypatch.delenv("DATAFLOW_RAY_WARM_WORKERS")
-    session.warm_workers(("tests.warm_probe",))
-    session.warm_workers(("tests.warm_probe",))  # once per connection
+    session.warm_workers(modules=("tests.warm_probe",))
+    session.warm_workers(modules=("tests.warm_probe",))  # once per connection
     assert len(session._warming) == 1
     session._warming[0].join(timeout=120)
     assert not session._warming[0].is_alive()
@@ -158,11 +158,24 @@ def test_the_worker_warm_up_imports_the_stage_modules_in_the_workers_once(ray_lo
     assert pids and os.getpid() not in pids  # imported in workers, not in the driver
 
 
+def test_the_worker_warm_up_unpickles_the_job_so_its_modules_are_imported_in_the_workers(ray_local, monkeypatch):
+    """What a stage task unpickles first (the job's op modules) is imported by the warm-up, in the workers the first shard's tasks get."""
+    from dataflow.engines.ray import session
+    from tests import warm_job_probe
+
+    shutil.rmtree(warm_job_probe.PROBE_DIR)  # the driver's own import
+    monkeypatch.setattr(session, "_warming", [])
+    session.warm_workers(warm_job_probe.ProbeJob(), modules=())
+    session._warming[0].join(timeout=120)
+    pids = {int(p.name) for p in warm_job_probe.PROBE_DIR.iterdir()} if warm_job_probe.PROBE_DIR.exists() else set()
+    assert pids and os.getpid() not in pids  # the job's module was imported in workers, by unpickling the job
+
+
 def test_a_failing_warm_up_never_fails(ray_local, monkeypatch):
     from dataflow.engines.ray import session
 
     monkeypatch.setattr(session, "_warming", [])
-    session.warm_workers(("dataflow_no_such_module",))
+    session.warm_workers(modules=("dataflow_no_such_module",))
     session._warming[0].join(timeout=120)
     assert not session._warming[0].is_alive() and ray_local.is_initialized()
 

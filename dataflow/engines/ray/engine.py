@@ -20,13 +20,14 @@ class RayEngine(Engine):
     def compile(self, plan) -> RayJob:
         return compile_plan(plan)
 
-    def start(self, options: RunOptions) -> None:
-        """Start or join Ray (the runner calls it on the main thread, while it lists the inputs), set up Ray Data and warm the workers."""
+    def start(self, options: RunOptions, job: RayJob | None = None) -> None:
+        """Start or join Ray (the runner calls it on the main thread, while it lists the inputs), warm the workers for ``job`` and set up Ray Data."""
         import logging
 
         from dataflow.engines.ray.session import ensure_ray, prompt_resource_limits, warm_workers
 
         ensure_ray(options.address, options.object_store_memory, options.spill_dir, verbose=options.verbose)  # before ray is imported
+        warm_workers(job)  # in the background: the workers start and import while this thread imports Ray Data, lists and plans
         from ray.data import DataContext
 
         logging.getLogger("ray.data").setLevel(logging.INFO if options.verbose else logging.ERROR)
@@ -39,7 +40,6 @@ class RayEngine(Engine):
 
             # A share of a borrowed cluster: Ray Data schedules within it (stages are clamped in run._stage_kwargs).
             ctx.execution_options.resource_limits = ExecutionResources.for_limits(cpu=options.max_cpus, gpu=options.max_gpus)
-        warm_workers()  # in the background, while the runner lists and plans
 
     def parallelism(self) -> float | None:
         """The connected cluster's CPUs, or the run's share of them (``--max-cpus``)."""

@@ -16,7 +16,7 @@ from dataflow.engines.ray.fused_stage import FusedStageFn, fused_stage
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
-from dataflow.engines.ray.session import cluster_cpus
+from dataflow.engines.ray.session import cluster_cpus, executing
 from dataflow.batch import Columns, from_arrow, length, plain_arrow, take
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.routes import ShardRoutes
@@ -233,6 +233,7 @@ def build_dataset(
 
     from connectors.registry import list_files, parquet_parts, scheme_of
 
+    executing()  # the warm-up leaves the driver's side (executor, actors) to this execution
     source = job.read.source
     if source.in_memory:  # zerocopy hook: rows this process holds (dataflow.memory), no files
         from dataflow.engines.ray.memory_io import held_dataset

@@ -8,15 +8,16 @@ import subprocess
 import sys
 import threading
 
-__all__ = ["cluster_cpus", "ensure_ray", "prompt_resource_limits", "release", "warm_workers", "warmed"]
+__all__ = ["cluster_cpus", "ensure_ray", "executing", "prompt_resource_limits", "release", "warm_workers", "warmed"]
 
 _INIT_LOCK = threading.Lock()  # shards start from several threads; Ray starts once
 _started = threading.Event()  # set when ensure_ray started or joined Ray (release leaves any other session alone)
 _warming: list[threading.Thread] = []  # the warm-up of this connection to Ray (warm_workers), once
 _warm_done = threading.Event()  # set when that warm-up ended (or none runs)
 _warm_done.set()
+_executing = threading.Event()  # set when an execution began (see executing)
 # What a stage task deserializes first: Ray Data, Arrow and the modules of dataflow's stage functions.
-WARM_MODULES = ("ray.data", "pyarrow", "pyarrow.compute", "dataflow.engines.ray.run", "dataflow.engines.ray.routed")
+WARM_MODULES = ("ray.data", "pyarrow", "pyarrow.compute", "dataflow.engines.ray.run", "dataflow.engines.ray.routed", "connectors.registry")
 
 
 def ensure_ray(address: str | None = None, object_store_memory: int | None = None, spill_dir: str | None = None, verbose: bool = False) -> None:
@@ -95,24 +96,28 @@ def prompt_resource_limits() -> None:
         ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S = LIMITS_REFRESH_S
 
 
-def warm_workers(modules: tuple[str, ...] = WARM_MODULES) -> None:
+def warm_workers(job: object | None = None, modules: tuple[str, ...] = WARM_MODULES) -> None:
     """Warm the connected Ray for this driver, on a background thread, once per connection.
 
     Ray Data's first execution in a driver process pays for what later ones reuse: the job's
-    worker processes, their import of Ray Data and of the stage modules, and in the driver the
-    executor's set-up (its stats and autoscaling actors, the first function export). A tiny
-    Dataset of one task per CPU, each importing ``modules``, pays it while the runner lists the
-    inputs and plans the shards, so the first shard costs about what a later one does.
-    ``DATAFLOW_RAY_WARM_WORKERS=0`` turns it off. It never fails a run: any error is dropped.
+    worker processes, their imports, and in the driver the executor's set-up (its stats and
+    autoscaling actors, the first function export). One plain task per CPU, spread over the
+    nodes, imports ``modules``, unpickles ``job`` (the compiled job: its op modules, e.g. DuckDB
+    and sqlglot for the table ops, are what a stage task unpickles first) and sets up Ray Data's
+    context there; the first shard's tasks then run in those warm workers. Then, unless an
+    execution began meanwhile (it sets up the same itself), a tiny Dataset warms the driver's side.
+    The runner starts it before it lists the inputs and plans the shards. It never fails a run: any
+    error is dropped. ``DATAFLOW_RAY_WARM_WORKERS=0`` turns it off.
     """
     if os.environ.get("DATAFLOW_RAY_WARM_WORKERS", "1") == "0":
         return
     with _INIT_LOCK:
         if _warming:
             return
-        thread = threading.Thread(target=_warm, args=(modules,), name="dataflow-warm-ray", daemon=True)
+        thread = threading.Thread(target=_warm, args=(modules, job), name="dataflow-warm-ray", daemon=True)
         _warming.append(thread)
         _warm_done.clear()
+        _executing.clear()
     thread.start()
 
 
@@ -121,17 +126,27 @@ def warmed() -> threading.Event:
     return _warm_done
 
 
-def _warm(modules: tuple[str, ...]) -> None:
+def executing() -> None:
+    """Note that an execution began: the warm-up then leaves the driver's side to it."""
+    _executing.set()
+
+
+def _warm(modules: tuple[str, ...], job: object | None) -> None:
     try:
-        import ray.data
+        import ray
 
         if not ray.is_initialized():  # released meanwhile: never start a Ray of its own
             return
         cpus = max(1, int(cluster_cpus()))
-        # The workers first, as plain tasks spread over the nodes (a Dataset would set up its executor before any);
-        # then a tiny Dataset for the driver's side: the executor, its actors, the first function export.
-        task = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_import_modules)
-        ray.get([task.remote(None, modules) for _ in range(cpus)])
+        # The workers first, as plain tasks spread over the nodes (a Dataset would set up its executor before any),
+        # submitted before this thread imports Ray Data: the workers start while the driver imports it.
+        task = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_warm_worker)
+        job_ref = ray.put(job)
+        ray.get([task.remote(modules, job_ref) for _ in range(cpus)])
+        if _executing.is_set():
+            return
+        import ray.data
+
         ds = ray.data.range(cpus, override_num_blocks=cpus).map_batches(_import_modules, fn_kwargs={"modules": modules}, batch_size=None)
         ds.context.enable_progress_bars = False
         for _ in ds.iter_batches(batch_size=None):
@@ -142,11 +157,22 @@ def _warm(modules: tuple[str, ...]) -> None:
         _warm_done.set()
 
 
+def _warm_worker(modules: tuple[str, ...], job: object | None) -> None:
+    """In a worker: import ``modules`` (``job``, an argument, was unpickled already) and make Ray Data's context."""
+    _import_modules(None, modules)
+    from ray.data import DataContext
+
+    DataContext.get_current()  # its defaults import Ray Data's issue detectors (~0.2 s), as a stage task's context does
+
+
 def _import_modules(batch, modules: tuple[str, ...]):
     import importlib
 
     for name in modules:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:  # one missing module leaves the others to import
+            continue
     return batch
 
 

@@ -47,7 +47,7 @@ class SparkEngine(Engine):
         pinned = source.model_copy(update={"options": {**source.options, "schema": fields}})
         return replace(job, read=replace(job.read, source=pinned))
 
-    def start(self, options: RunOptions) -> None:
+    def start(self, options: RunOptions, job: SparkJob | None = None) -> None:
         """Start or join the Spark session (the runner calls it while it lists the inputs)."""
         from dataflow.engines.spark.session import ensure_spark
 
