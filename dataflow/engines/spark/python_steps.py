@@ -60,10 +60,11 @@ class PythonStage:
         good = good if good is not None and good.num_rows else None
         n = good.num_rows if good is not None else 0
         marker = int(DROPS in self.schema.names and dropped > 0 and n + len(errors) == 0)  # a row that only carries the count
+        rows = n + len(errors) + marker
         columns = {}
         for f in self.schema:
-            if f.name == DROPS:
-                columns[f.name] = pa.array([dropped] + [0] * (n + len(errors) - 1) if n + len(errors) else [dropped] * marker, pa.int64())
+            if f.name == DROPS:  # the count on the batch's first row
+                columns[f.name] = pa.array([dropped] + [0] * (rows - 1) if rows else [], pa.int64())
             elif f.name == self.bad:
                 columns[f.name] = pa.array([False] * n + [True] * len(errors) + [None] * marker, pa.bool_())
             elif f.name == ETYPE:
