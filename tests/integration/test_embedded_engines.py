@@ -113,14 +113,24 @@ def test_a_table_pipeline_starts_its_own_local_spark(fresh_env, tmp_path):
 
 
 _RELEASE = """
-import json, ray
+import json, psutil, ray
 from dataflow.engines.ray.session import ensure_ray, release
 ensure_ray()
-ray.get(ray.remote(lambda: 1).remote())
+ray.get([ray.remote(lambda: 1).remote() for _ in range(2)])
 node = ray._private.worker._global_node
 procs = [i.process for infos in node.all_processes.values() for i in infos]
+raylet = node.all_processes["raylet"][0].process
+children = psutil.Process(raylet.pid).children(recursive=True)  # its workers and agents
 release()
-print(json.dumps({"initialized": ray.is_initialized(), "alive": [p.args[0] for p in procs if p.poll() is None], "count": len(procs)}))
+
+def running(p):
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE  # killed: a zombie until its new parent reaps it
+    except psutil.NoSuchProcess:
+        return False
+
+print(json.dumps({"initialized": ray.is_initialized(), "alive": [p.args[0] for p in procs if p.poll() is None], "count": len(procs),
+                  "children": len(children), "children_alive": [c.pid for c in children if running(c)]}))
 """
 
 
@@ -130,6 +140,7 @@ def test_release_stops_the_local_ray_it_started_before_the_process_exits(fresh_e
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["count"] >= 3 and result["alive"] == [] and not result["initialized"], result
+    assert result["children"] >= 1 and result["children_alive"] == [], result
 
 
 def test_release_leaves_a_ray_it_did_not_start_running(ray_local):

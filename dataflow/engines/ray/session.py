@@ -187,8 +187,10 @@ def release() -> None:
     """Disconnect from the Ray ``ensure_ray`` started or joined; a local one is stopped at once (the CLI calls it when a run is done).
 
     ``ray.shutdown()`` stops a local Ray's processes one after another, giving each up to a second
-    after SIGTERM, and at interpreter exit it first sleeps 0.5 s: 1-2 s after the work is done.
-    Here the raylet (which stops its workers) is stopped first, then the other processes together.
+    after SIGTERM, and at interpreter exit it first sleeps 0.5 s; a raylet given SIGTERM takes
+    about a second to stop its workers. The run's output is committed by then and nothing of the
+    local Ray is kept, so its processes and the raylet's children (workers, agents) are killed at
+    once: 0.02 s instead of 1.2-1.4 s.
     """
     ray = sys.modules.get("ray")
     if _warming:  # a warm-up still asking Ray when it goes would print errors
@@ -207,20 +209,25 @@ def release() -> None:
     try:
         ray.shutdown()
     finally:
-        raylet = [i.process for i in node.all_processes.get("raylet", [])]
-        others = [i.process for kind, infos in node.all_processes.items() if kind != "raylet" for i in infos]
-        _stop(raylet)
-        _stop(others)
+        _kill([i.process for infos in node.all_processes.values() for i in infos])
 
 
-def _stop(processes: list[subprocess.Popen], grace: float = 1.0) -> None:
-    """SIGTERM to every process, then wait up to ``grace`` seconds for each before SIGKILL."""
-    for p in processes:
-        if p.poll() is None:
-            p.terminate()
+def _kill(processes: list[subprocess.Popen]) -> None:
+    """SIGKILL ``processes`` and every process they started, then reap ``processes``."""
+    import psutil
+
+    children = []
     for p in processes:
         try:
-            p.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+            children += psutil.Process(p.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+    for child in children:
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            continue
+    for p in processes:
+        if p.poll() is None:
             p.kill()
-            p.wait(timeout=grace)
+        p.wait()
