@@ -568,28 +568,31 @@ class EngineContract:
             for p in parts])
         assert (flat.rows_in, flat.rows_out, grouped.rows_out) == (12, len(kept), len(parts))
 
-    @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+    @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
     def test_a_value_in_an_input_column_spelled_like_a_working_column_is_a_row_error_of_the_read(self, engine: str, tmp_path: pathlib.Path, fmt: str):
         # ``__df_<name>__`` is dataflow's working columns' namespace: such a column is left out, a row holding a value in it goes to _errors/.
         rows = [{"k": 1, "__df_row__": None, "__df_part": "a"}, {"k": 2, "__df_row__": 7, "__df_part": "b"}, {"k": 3, "__df_part": None},
                 {"k": 4, "__df_row__": 9, "__df_part": "d"}]
         if fmt == "parquet":
             pq.write_table(pa.Table.from_pylist(rows), tmp_path / "w.parquet")
-        else:
+        elif fmt == "jsonl":
             (tmp_path / "w.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:  # CSV fields are text: an empty one is a value too, so every row of a file with such a column is refused
+            (tmp_path / "w.csv").write_text("k,__df_row__,__df_part\n1,,a\n2,7,b\n3,,\n4,9,d\n")
         doc = {"name": "w", "engine": engine, "source": {"uri": str(tmp_path / f"w.{fmt}"), "format": fmt},
-               "steps": [{"op": "table.filter_rows", "params": {"where": "k > 0"}}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+               "steps": [{"op": "table.with_columns", "params": {"columns": {"m": "1"}}}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
         report = run_pipeline(parse_pipeline(doc), QUIET)
         tables = [pq.read_table(p) for p in (tmp_path / "out").glob("*.parquet")]
         assert all("__df_row__" not in t.column_names for t in tables)
-        assert sorted((r["k"], r["__df_part"]) for t in tables for r in t.to_pylist()) == [(1, "a"), (3, None)]
+        kept = sorted((r["k"], r["__df_part"]) for t in tables for r in t.to_pylist())
+        assert kept == ([] if fmt == "csv" else [(1, "a"), (3, None)])
         errors = sorted((r["source"].rsplit("=", 1)[1], r["op"], r["error_type"], r["reason"])
                         for p in (tmp_path / "out" / "_errors").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines()))
         reason = "column '__df_row__' is in dataflow's reserved namespace __df_<name>__ (its working columns); rename it in the input"
-        first = 0 if fmt == "parquet" else 1  # #row=N counts from 0, #line=N from 1
-        assert errors == [(str(first + 1), "read", "ValueError", reason), (str(first + 3), "read", "ValueError", reason)]
+        refused = {"parquet": ["1", "3"], "jsonl": ["2", "4"], "csv": ["2", "3", "4", "5"]}[fmt]  # #row=N counts from 0, #line=N from 1 (a CSV header is line 1)
+        assert errors == [(n, "read", "ValueError", reason) for n in refused]
         read = next(s for s in report.steps if s.op == "read")
-        assert (read.rows_in, read.rows_out, read.rows_errored) == (4, 2, 2)
+        assert (read.rows_in, read.rows_out, read.rows_errored) == (4, 4 - len(refused), len(refused))
 
     def test_filter_counts_rows_in_out_and_dropped(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)
