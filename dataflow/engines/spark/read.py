@@ -7,8 +7,9 @@ cover them all, and a damaged one must keep its first lines) and CSV (for the Ra
 semantics) go through ``DataflowSource``, which streams them. A file is read by one task, as on Ray.
 A ``__source__`` column or field in the data is replaced by the read's own lineage; a row holding a
 value in a column spelled like dataflow's working columns (``__df_<name>__``) is a row error of the
-read, and such columns are left out; every other column, ``source`` included, is the user's. A JSONL schema left undeclared is inferred by
-``json_schema``; plain local JSONL whose lines all start with ``{`` is read by ``json_fast``.
+read, and such columns are left out; every other column, ``source`` included, is the user's. A
+JSONL schema left undeclared is inferred by ``json_schema``; plain local JSONL whose lines all
+start with ``{`` is read by ``json_fast``.
 """
 from __future__ import annotations
 
