@@ -23,12 +23,13 @@ from pyspark.sql import functions as F
 
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
+from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
 from dataflow.ops.table.types import SPARK_TYPES
 
 if TYPE_CHECKING:
     from dataflow.engines.spark.compile import SparkRead
 
-__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "one_task_per_file"]
+__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "line_key", "one_task_per_file"]
 
 CORRUPT = "__df_json_corrupt__"
 FAILED = "__df_json_failed__"
@@ -86,6 +87,16 @@ def one_task_per_file(spark) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
+def line_key(files: list[str]) -> LineKey | None:
+    """A numeric lineage key for ``files`` (``lineage_key``), or None where the strings must be kept: a path that needs escaping, too many files."""
+    from connectors.registry import strip_scheme
+
+    paths = [strip_scheme(f) for f in files]
+    if not paths or len(paths) > MAX_FILES or not all(_PLAIN_PATH.match(p) for p in paths):
+        return None
+    return LineKey(tuple(sorted(paths)))
+
+
 def _path_sql(files: list[str]) -> str:
     """The connectors' URI of the row's file (``input_file_name()``, ``file:///...``): a prefix cut when no name needs URL escaping."""
     from connectors.registry import strip_scheme
@@ -113,12 +124,13 @@ def _failed(fields: dict[str, str]) -> str:
     return f"{CORRUPT} IS NOT NULL OR ({' AND '.join(f'{n} IS NULL' for n in typed)} AND input_file_block_length() < 0)"
 
 
-def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True) -> DataFrame:
+def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True, key: LineKey | None = None) -> DataFrame:
     """(``__source__``, fields..., ``CORRUPT``, ``FAILED``) of aligned local JSON lines; ``paths`` are ``files`` as Spark's reader takes them.
 
     ``CORRUPT`` holds a line that did not parse (or held a field of another type) and is null
     otherwise; ``FAILED`` flags those lines. Without ``lineage`` no line numbers are made (nothing
-    reads ``__source__``).
+    reads ``__source__``). With ``key`` (``line_key(files)``) ``__source__`` is the line's key,
+    not its string.
     """
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
     raw = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n").json(paths)
@@ -128,9 +140,10 @@ def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str]
         return raw.selectExpr(*names, CORRUPT, failed)
     # input_file_name() and input_file_block_start() are the task's own, not per-row _metadata fields.
     guard = "raise_error(concat('dataflow: JSON lines file ', input_file_name(), ' was split across tasks; its line numbers would be wrong'))"
-    numbered = raw.selectExpr(
-        *names, CORRUPT, failed, f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END AS __df_id__",
-    )
-    line = f"CAST((__df_id__ & {_ROW_BITS}) + 1 AS STRING)"
-    source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, {line}) AS {SOURCE}"
-    return numbered.selectExpr(source, *names, CORRUPT, FAILED)
+    row_id = f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END"
+    numbered = raw.selectExpr(*names, CORRUPT, failed, f"({row_id} & {_ROW_BITS}) + 1 AS __df_line__")
+    if key is not None:
+        source = key.row_sql("__df_line__")
+    else:
+        source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, CAST(__df_line__ AS STRING))"
+    return numbered.selectExpr(f"{source} AS {SOURCE}", *names, CORRUPT, FAILED)

@@ -23,7 +23,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
-from dataflow.engines.spark.json_fast import eligible
+from dataflow.engines.spark.json_fast import eligible, line_key
 from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
@@ -126,7 +126,9 @@ class _Builder:
     ) -> DataFrame:
         fast = self.fast_json and eligible(read, files)
         self.frames.one_task_per_file |= fast
-        df = read_source(spark, read, files, side, storage, cache, fast_json=fast)
+        # A key that sorts as the lineage strings do, until the aggregate that takes its minimum.
+        key = line_key(files) if fast and read.lineage and read.lineage_key_until is not None else None
+        df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key)
         kinds = [s.kind for s in steps]
         first = 0
         if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
@@ -148,6 +150,8 @@ class _Builder:
                 if counts_input[i]:
                     step = replace(step, params=step.params.model_copy(update={"aggregations": {**step.params.aggregations, ROWS_IN: "count(*)"}}))
                 df = LOWERINGS[step.name].load()(df, step, named)
+                if key is not None and i == read.lineage_key_until:
+                    df = key.decoded(df)
             df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after, next_counts_input=counts_input[i + 1 : i + 2] == [True])
         return df
 

@@ -105,6 +105,69 @@ def test_an_aggregate_keeps_the_min_lineage(spark_local, tmp_path, monkeypatch):
     assert {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} == {"p0.jsonl#line=1", "p0.jsonl#line=11", "p0.jsonl#line=12"}  # string order
 
 
+def _grouped(groups: dict[int, str], count: int) -> list[str]:
+    """``count`` lines whose level is ``groups[line number]`` (``other`` elsewhere)."""
+    return [json.dumps({"level": groups.get(n, "other"), "latency_ms": float(n), "ctx": {"region": "r"}}) for n in range(1, count + 1)]
+
+
+def test_an_aggregate_keeps_the_string_minimum_of_line_numbers_and_paths(spark_local, tmp_path, monkeypatch):
+    """Line numbers past 9, 99 and 999 compare as strings ("10" < "2"), and a path that is a prefix of another sorts first."""
+    data = _write(tmp_path / "in", {
+        "p1.jsonl": _grouped({2: "a", 10: "a", 9: "b", 100: "b", 11: "c", 99: "c", 1001: "d", 998: "d", 50: "e"}, 1200),
+        "p1.jsonl2.jsonl": _grouped({1: "e", 3: "f"}, 5),  # p1.jsonl is its prefix: "p1.jsonl#line=50" sorts first
+        "p10.jsonl": _grouped({1: "f"}, 3),  # "p1.jsonl2..." < "p10.jsonl" ("." < "0")
+    })
+    aggregate = [{"op": "table.filter_rows", "params": {"where": "level <> 'other'"}},
+                 {"op": "table.with_columns", "params": {"columns": {"region": "ctx.region"}}},
+                 {"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)"}}}]
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, steps=aggregate)
+    sources = {json.loads(r)["level"]: json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows}
+    assert sources == {"a": "p1.jsonl#line=10", "b": "p1.jsonl#line=100", "c": "p1.jsonl#line=11", "d": "p1.jsonl#line=1001",
+                       "e": "p1.jsonl#line=50", "f": "p1.jsonl2.jsonl#line=3"}
+
+
+def test_an_aggregate_takes_the_minimum_of_numeric_line_keys(spark_local, tmp_path):
+    """Before the aggregate, ``__source__`` is a BIGINT key; the aggregate's minima are turned back into strings."""
+    import re
+
+    from connectors.registry import list_files
+    from dataflow.engines.registry import compile_pipeline
+    from dataflow.engines.spark.run import build_frames
+    from dataflow.runtime.stats import SideOutputs
+
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(12)]})
+    steps = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)"}}}]
+    job = compile_pipeline(parse_pipeline(_doc(data, tmp_path / "out", steps=steps)))[-1]
+    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "s"), errors_dir=str(tmp_path / "e"))
+    frames = build_frames(spark_local, job, list_files(str(data), "jsonl", {}), side, {}, observe=False, fast_json=True)
+    plan = frames.output._jdf.queryExecution().analyzed().toString()
+    assert re.search(r"min\(__source__#\d+L\)", plan), plan
+    assert dict(frames.output.dtypes)["__source__"] == "string"
+
+
+def test_line_keys_sort_and_read_back_as_the_lineage_strings(spark_local, tmp_path):
+    from dataflow.engines.spark.json_fast import fast_jsonl, line_key, one_task_per_file
+
+    data = _write(tmp_path / "in", {"p1.jsonl": [_line(i) for i in range(1105)], "p1.jsonl2.jsonl": [_line(i) for i in range(12)], "p10.jsonl": [_line(i) for i in range(3)]})
+    files = sorted(str(p) for p in data.iterdir())
+    key = line_key(files)
+    keyed = key.decoded(fast_jsonl(spark_local, files, ["file://" + f for f in files], SCHEMA, key=key).selectExpr("__source__ AS k", "__source__"))
+    with one_task_per_file(spark_local):
+        rows = [(r["k"], r["__source__"]) for r in keyed.collect()]
+        strings = [r[0] for r in fast_jsonl(spark_local, files, ["file://" + f for f in files], SCHEMA).select("__source__").collect()]
+    assert sorted(s for _, s in rows) == sorted(strings) and len(strings) == 1105 + 12 + 3
+    assert [s for _, s in sorted(rows)] == sorted(strings)  # the keys' order is the strings'
+
+
+def test_paths_that_need_escaping_or_too_many_files_keep_the_strings(tmp_path):
+    from dataflow.engines.spark.json_fast import line_key
+    from dataflow.engines.spark.lineage_key import MAX_FILES
+
+    assert line_key([f"{tmp_path}/b.jsonl", f"{tmp_path}/a.jsonl"]).paths == (f"{tmp_path}/a.jsonl", f"{tmp_path}/b.jsonl")
+    assert line_key([f"{tmp_path}/b c%.jsonl"]) is None
+    assert line_key([f"{tmp_path}/{i}.jsonl" for i in range(MAX_FILES + 1)]) is None
+
+
 def test_without_lineage_the_rows_are_the_same(spark_local, tmp_path, monkeypatch):
     data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(9)]})
     _, rows, _, _ = _both(tmp_path, data, monkeypatch, lineage=False)
