@@ -16,9 +16,9 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dataflow.columns import SOURCE
@@ -124,16 +124,22 @@ def _failed(fields: dict[str, str]) -> str:
     return f"{CORRUPT} IS NOT NULL OR ({' AND '.join(f'{n} IS NULL' for n in typed)} AND input_file_block_length() < 0)"
 
 
-def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True, key: LineKey | None = None) -> DataFrame:
+def fast_jsonl(
+    spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True, key: LineKey | None = None,
+    count: Callable[[DataFrame, Column], DataFrame] | None = None,
+) -> DataFrame:
     """(``__source__``, fields..., ``CORRUPT``, ``FAILED``) of aligned local JSON lines; ``paths`` are ``files`` as Spark's reader takes them.
 
     ``CORRUPT`` holds a line that did not parse (or held a field of another type) and is null
     otherwise; ``FAILED`` flags those lines. Without ``lineage`` no line numbers are made (nothing
     reads ``__source__``). With ``key`` (``line_key(files)``) ``__source__`` is the line's key,
-    not its string.
+    not its string. ``count(rows, failed)`` observes the read's rows and bad rows on the scan's own
+    rows, before any column is made: there they cost no copy of each row.
     """
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
     raw = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n").json(paths)
+    if count is not None:
+        raw = count(raw, F.expr(_failed(fields)))
     names = [sql_name(n) for n in fields]
     failed = f"{_failed(fields)} AS {FAILED}"
     if not lineage:

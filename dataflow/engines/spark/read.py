@@ -174,8 +174,11 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
     return Checked(df.withColumn(BAD, F.col(UNDECODABLE)), [case], helpers=(UNDECODABLE,), errors_from=failed, flag=UNDECODABLE)
 
 
-def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: bool = False, key: LineKey | None = None) -> Checked:
-    """Parsed JSON lines; ``fast``: ``files`` passed ``json_fast.eligible`` and the job's actions run one task per file; ``key``: ``__source__`` as ``json_fast`` keys it."""
+def _jsonl(
+    spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: bool = False, key: LineKey | None = None,
+    count: Callable[[DataFrame, Column], DataFrame] | None = None,
+) -> Checked:
+    """Parsed JSON lines; ``fast``: ``files`` passed ``json_fast.eligible`` and the job's actions run one task per file; ``key``, ``count``: see ``read_source``."""
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
@@ -195,10 +198,10 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     if fast and fields:  # Spark's reader refuses a query of its corrupt-record column alone
         from dataflow.engines.spark.json_fast import CORRUPT, FAILED, fast_jsonl
 
-        df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage, key)
+        df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage, key, count)
         # The same bad rows as the exact path's; their records (source, reason) come from it, built
         # only then (building its frames costs Spark ~0.5 s of analysis).
-        return Checked(df.withColumn(BAD, F.col(FAILED)), [], helpers=(CORRUPT, FAILED), errors_from=parsed)
+        return Checked(df.withColumn(BAD, F.col(FAILED)), [], helpers=(CORRUPT, FAILED), errors_from=parsed, counted=count is not None)
     fused = parsed()
     return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=lambda: parsed().df)
 
@@ -243,7 +246,7 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
 
 def read_source(
     spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: bool = False,
-    key: LineKey | None = None,
+    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None,
 ) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``__source__`` column first, then the data.
 
@@ -252,7 +255,9 @@ def read_source(
     ``cache`` (a ``CacheSettings``): the Python data source reads remote files through the cache tier.
     ``fast_json``: JSON lines are read by ``json_fast`` (the caller checked ``json_fast.eligible``
     and runs the job's actions inside ``json_fast.one_task_per_file``); ``key``: with it, the
-    ``__source__`` of those lines is its numeric key (``lineage_key``).
+    ``__source__`` of those lines is its numeric key (``lineage_key``). ``count(rows, bad)``: a
+    read that can count its rows and bad rows as they are read does so through it (the result is
+    then ``Checked.counted``).
     """
     if read.source.in_memory:  # rows this process holds (dataflow.memory), no files
         from dataflow.engines.spark.memory_io import held_frame
@@ -266,7 +271,7 @@ def read_source(
     if fmt == "csv":
         return _csv(spark, read, files, side, storage, cache)
     if fmt == "jsonl":
-        return _jsonl(spark, read, files, side, storage, cache, fast=fast_json, key=key)
+        return _jsonl(spark, read, files, side, storage, cache, fast=fast_json, key=key, count=count)
     if read.source.options.get("split", "file") == "line":
         skip_empty = read.source.options.get("skip_empty", True)
 

@@ -69,7 +69,7 @@ class _Builder:
 
     def finish(
         self, result: DataFrame | Checked, index: int, op: str, drops_rows: bool, chain: str, next_is_map: bool,
-        needed: frozenset[str] | None = None, read_flag: str | None = None, next_counts_input: bool = False,
+        needed: frozenset[str] | None = None, read_flag: str | None = None, next_counts_input: bool = False, counted_by: Observation | None = None,
     ) -> DataFrame:
         """Observe a step's counters and split its bad rows off to the error frames.
 
@@ -78,12 +78,17 @@ class _Builder:
         are counted and recorded as the read's. ``next_counts_input``: the next step counts its
         input rows itself (an aggregate's ``ROWS_IN``), so a step without row errors needs no
         observation of its own. A ``ROWS_IN`` column in ``result`` is summed and dropped.
+        ``counted_by``: the observation that already counted ``result``'s rows and bad rows
+        (``Checked.counted``).
         """
         checked = result if isinstance(result, Checked) else None
         df = checked.df if checked else result
         bad = F.coalesce(F.col(BAD), F.lit(False)) if checked else None
         obs = None
-        if self.observe and (checked or ROWS_IN in df.columns or not (next_is_map or next_counts_input)):
+        if counted_by is not None:
+            obs = counted_by
+            self.frames.observed.append(Observed(index, op, drops_rows, obs, chain))
+        elif self.observe and (checked or ROWS_IN in df.columns or not (next_is_map or next_counts_input)):
             obs = Observation(f"dataflow_{self.tag}_{chain}_{index}")
             # A Python step's marker rows (BAD null) only carry its drop count: neither rows nor bad rows.
             metrics = [F.count(F.col(BAD) if DROPS in df.columns else F.lit(1)).alias("rows")]
@@ -128,7 +133,9 @@ class _Builder:
         self.frames.one_task_per_file |= fast
         # A key that sorts as the lineage strings do, until the aggregate that takes its minimum.
         key = line_key(files) if fast and read.lineage and read.lineage_key_until is not None else None
-        df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key)
+        read_obs = Observation(f"dataflow_{self.tag}_{chain}_{READ_STEP}") if self.observe else None
+        count = functools.partial(_counted, read_obs) if read_obs is not None else None
+        df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key, count=count)
         kinds = [s.kind for s in steps]
         first = 0
         if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
@@ -140,7 +147,8 @@ class _Builder:
                 df = self.finish(df.then(nxt), s.index, s.name, s.drops_rows, chain, kinds[1:2] == ["map"], s.needed_after, read_flag=df.flag)
                 first = 1
         if not first:
-            df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"])
+            counted_by = read_obs if isinstance(df, Checked) and df.counted else None
+            df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"], counted_by=counted_by)
         counts_input = [self.observe and i > first and _counts_input(s) for i, s in enumerate(steps)]
         for i, step in enumerate(steps[first:], start=first):
             if step.call is not None:
@@ -154,6 +162,11 @@ class _Builder:
                     df = key.decoded(df)
             df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after, next_counts_input=counts_input[i + 1 : i + 2] == [True])
         return df
+
+
+def _counted(observation: Observation, rows: DataFrame, bad: Column) -> DataFrame:
+    """``rows`` observed: their count and their bad rows' (``bad``), as a checked step's observation counts them."""
+    return rows.observe(observation, F.count(F.lit(1)).alias("rows"), F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
 
 
 def _counts_input(step: SparkStep) -> bool:

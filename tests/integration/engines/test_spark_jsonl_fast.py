@@ -145,6 +145,22 @@ def test_an_aggregate_takes_the_minimum_of_numeric_line_keys(spark_local, tmp_pa
     assert dict(frames.output.dtypes)["__source__"] == "string"
 
 
+def test_the_reads_counters_are_taken_on_the_scans_own_rows(spark_local, tmp_path):
+    """The read's observation sits on the JSON scan, below the columns the read makes (each row is not copied for it)."""
+    from connectors.registry import list_files
+    from dataflow.engines.registry import compile_pipeline
+    from dataflow.engines.spark.run import build_frames
+    from dataflow.runtime.stats import SideOutputs
+
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(12)]})
+    job = compile_pipeline(parse_pipeline(_doc(data, tmp_path / "out")))[-1]
+    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "s"), errors_dir=str(tmp_path / "e"))
+    frames = build_frames(spark_local, job, list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
+    plan = [line.strip(" +-:") for line in frames.output._jdf.queryExecution().optimizedPlan().toString().splitlines()]
+    read = next(i for i, line in enumerate(plan) if line.startswith("CollectMetrics") and "_-1," in line)
+    assert plan[read + 1].startswith("Relation") and "json" in plan[read + 1], plan
+
+
 def test_line_keys_sort_and_read_back_as_the_lineage_strings(spark_local, tmp_path):
     from dataflow.engines.spark.json_fast import fast_jsonl, line_key, one_task_per_file
 
