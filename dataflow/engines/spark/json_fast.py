@@ -18,6 +18,7 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
+import numpy as np
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -36,23 +37,38 @@ FAILED = "__df_json_failed__"
 _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
-_MISALIGNED = re.compile(rb"\n(?!\{|\Z)")  # a line break not followed by "{" (nor by the end of the file)
+_CHUNK = 1 << 18  # bytes per vectorised pass of the alignment check: a core's cache holds them
+_LF, _BRACE, _ASCII_END = 0x0A, 0x7B, 0x80
 _PLAIN_PATH = re.compile(r"^/[A-Za-z0-9/._~-]*$")  # as Spark's file URI spells it: no escaping needed
 
 
 def _aligned_file(path: str) -> bool:
+    """Whether every line of the file starts with ``{`` and the file is UTF-8: one vectorised pass per chunk.
+
+    A line that does not start with "{" (a blank line, an array, text) would be seen otherwise by
+    the JSON reader. A lone CR is no separator for either path (lineSep LF).
+    """
+    buf = bytearray(_CHUNK + 1)  # the previous chunk's last byte, then the chunk
+    buf[0] = _BRACE  # before the first chunk: no line break
+    ascii_only = True
+    with open(path, "rb", buffering=0) as f:
+        n = f.readinto(memoryview(buf)[1:])
+        if n and buf[1] != _BRACE:
+            return False
+        while n:
+            b = np.frombuffer(buf, np.uint8, count=n + 1)
+            # A line break followed by anything but "{"; one that ends the file has nothing after it.
+            if np.any((b[:-1] == _LF) & (b[1:] != _BRACE)):
+                return False
+            ascii_only = ascii_only and int(b.max()) < _ASCII_END
+            buf[0] = buf[n]
+            n = f.readinto(memoryview(buf)[1:])
+    return ascii_only or _utf8(path)
+
+
+def _utf8(path: str) -> bool:
     with open(path, "rb") as f:
         data = f.read()
-    if not data:
-        return True
-    # One pass: a line that does not start with "{" (a blank line, an array, text) would be seen
-    # otherwise by the JSON reader. A lone CR is no separator for either path (lineSep LF).
-    if data[:1] != b"{" or _MISALIGNED.search(data) is not None:
-        return False
-    return data.isascii() or _utf8(data)
-
-
-def _utf8(data: bytes) -> bool:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
