@@ -136,6 +136,12 @@ class _Builder:
         read_obs = Observation(f"dataflow_{self.tag}_{chain}_{READ_STEP}") if self.observe else None
         count = functools.partial(_counted, read_obs) if read_obs is not None else None
         df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key, count=count)
+        tasks = spark.sparkContext.defaultParallelism
+        if fast and isinstance(df, Checked) and len(files) > tasks and _native_until_global(steps):
+            # Numbered, the lines of many files need not stay one task each: a step that shuffles
+            # them comes next, and each map task costs it (an aggregate's partial states, such
+            # as percentile_approx's, are built, sent and merged once per task).
+            df = replace(df, df=df.df.coalesce(tasks))
         kinds = [s.kind for s in steps]
         first = 0
         if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
@@ -167,6 +173,16 @@ class _Builder:
 def _counted(observation: Observation, rows: DataFrame, bad: Column) -> DataFrame:
     """``rows`` observed: their count and their bad rows' (``bad``), as a checked step's observation counts them."""
     return rows.observe(observation, F.count(F.lit(1)).alias("rows"), F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
+
+
+def _native_until_global(steps: tuple[SparkStep, ...]) -> bool:
+    """Whether a global step (it shuffles its input) comes before any Python step."""
+    for step in steps:
+        if step.call is not None:
+            return False
+        if step.kind == "global":
+            return True
+    return False
 
 
 def _counts_input(step: SparkStep) -> bool:

@@ -57,6 +57,18 @@ def _run(tmp_path, data, name: str, monkeypatch, exact: bool, **kw):
     return used, rows, errors, steps
 
 
+def _frames(spark, data, tmp_path, steps=None):
+    """The run's frames (``run.build_frames``) over ``data``, read by the fast path."""
+    from connectors.registry import list_files
+    from dataflow.engines.registry import compile_pipeline
+    from dataflow.engines.spark.run import build_frames
+    from dataflow.runtime.stats import SideOutputs
+
+    job = compile_pipeline(parse_pipeline(_doc(data, tmp_path / "out", steps=steps)))[-1]
+    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "s"), errors_dir=str(tmp_path / "e"))
+    return build_frames(spark, job, list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
+
+
 def _both(tmp_path, data, monkeypatch, **kw):
     fast = _run(tmp_path, data, "fast", monkeypatch, exact=False, **kw)
     exact = _run(tmp_path, data, "exact", monkeypatch, exact=True, **kw)
@@ -130,33 +142,28 @@ def test_an_aggregate_takes_the_minimum_of_numeric_line_keys(spark_local, tmp_pa
     """Before the aggregate, ``__source__`` is a BIGINT key; the aggregate's minima are turned back into strings."""
     import re
 
-    from connectors.registry import list_files
-    from dataflow.engines.registry import compile_pipeline
-    from dataflow.engines.spark.run import build_frames
-    from dataflow.runtime.stats import SideOutputs
-
     data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(12)]})
     steps = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)"}}}]
-    job = compile_pipeline(parse_pipeline(_doc(data, tmp_path / "out", steps=steps)))[-1]
-    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "s"), errors_dir=str(tmp_path / "e"))
-    frames = build_frames(spark_local, job, list_files(str(data), "jsonl", {}), side, {}, observe=False, fast_json=True)
+    frames = _frames(spark_local, data, tmp_path, steps)
     plan = frames.output._jdf.queryExecution().analyzed().toString()
     assert re.search(r"min\(__source__#\d+L\)", plan), plan
     assert dict(frames.output.dtypes)["__source__"] == "string"
 
 
+def test_before_a_shuffle_the_numbered_lines_of_many_files_share_tasks(spark_local, tmp_path, monkeypatch):
+    """More files than cores: once numbered, their rows go to the aggregate in one task per core, each line's lineage intact."""
+    data = _write(tmp_path / "in", {f"p{k}.jsonl": [_line(i) for i in range(k * 100, k * 100 + 9 + k)] for k in range(5)})
+    per_row = [{"op": "table.aggregate", "params": {"keys": ["latency_ms"], "aggregations": {"n": "count(*)"}}}]  # one row per group
+    plan = _frames(spark_local, data, tmp_path, per_row).output._jdf.queryExecution().optimizedPlan().toString()
+    assert f"Repartition {spark_local.sparkContext.defaultParallelism}, false" in plan, plan
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, steps=per_row)
+    assert len(rows) == sum(9 + k for k in range(5)) and {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} >= {"p4.jsonl#line=13", "p0.jsonl#line=9"}
+
+
 def test_the_reads_counters_are_taken_on_the_scans_own_rows(spark_local, tmp_path):
     """The read's observation sits on the JSON scan, below the columns the read makes (each row is not copied for it)."""
-    from connectors.registry import list_files
-    from dataflow.engines.registry import compile_pipeline
-    from dataflow.engines.spark.run import build_frames
-    from dataflow.runtime.stats import SideOutputs
-
     data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(12)]})
-    job = compile_pipeline(parse_pipeline(_doc(data, tmp_path / "out")))[-1]
-    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "s"), errors_dir=str(tmp_path / "e"))
-    frames = build_frames(spark_local, job, list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
-    plan = [line.strip(" +-:") for line in frames.output._jdf.queryExecution().optimizedPlan().toString().splitlines()]
+    plan = [line.strip(" +-:") for line in _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString().splitlines()]
     read = next(i for i, line in enumerate(plan) if line.startswith("CollectMetrics") and "_-1," in line)
     assert plan[read + 1].startswith("Relation") and "json" in plan[read + 1], plan
 
