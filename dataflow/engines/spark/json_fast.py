@@ -30,7 +30,7 @@ from dataflow.ops.table.types import SPARK_TYPES
 if TYPE_CHECKING:
     from dataflow.engines.spark.compile import SparkRead
 
-__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "line_key", "one_task_per_file"]
+__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
 
 CORRUPT = "__df_json_corrupt__"
 FAILED = "__df_json_failed__"
@@ -76,15 +76,20 @@ def _utf8(path: str) -> bool:
     return True
 
 
-def eligible(read: SparkRead, files: list[str]) -> bool:
-    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
-    from connectors.registry import compression_of, strip_scheme
+def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
+    """``eligible``'s conditions on the read and the files' names alone: local, plain (not compressed) UTF-8 JSON lines."""
+    from connectors.registry import compression_of
 
     if read.source.format != "jsonl" or read.remote or read.source.in_memory or not files:
         return False
-    if codecs.lookup(read.source.options.get("encoding", "utf-8")).name != "utf-8" or any(compression_of(f) is not None for f in files):
-        return False
-    return all(_aligned_file(strip_scheme(f)) for f in files)
+    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and all(compression_of(f) is None for f in files)
+
+
+def eligible(read: SparkRead, files: list[str]) -> bool:
+    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
+    from connectors.registry import strip_scheme
+
+    return may_be_eligible(read, files) and all(_aligned_file(strip_scheme(f)) for f in files)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import functools
 import posixpath
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,7 +24,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
-from dataflow.engines.spark.json_fast import eligible, line_key
+from dataflow.engines.spark.json_fast import eligible, line_key, may_be_eligible
 from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
@@ -58,6 +59,16 @@ class JobFrames:
     persisted: list[DataFrame] = field(default_factory=list)
     counted_read: bool = True
     one_task_per_file: bool = False  # a read numbers lines by row position: run the actions in json_fast.one_task_per_file
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where the lists stand now, for ``undo``."""
+        return len(self.errors), len(self.observed), len(self.persisted)
+
+    def undo(self, mark: tuple[int, int, int]) -> None:
+        """Forget what was added since ``mark`` (frames that will not run), unpersisting what was persisted."""
+        for df in self.persisted[mark[2]:]:
+            df.unpersist()
+        del self.errors[mark[0]:], self.observed[mark[1]:], self.persisted[mark[2]:]
 
 
 class _Builder:
@@ -129,8 +140,25 @@ class _Builder:
     def chain(
         self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: CacheSettings | None = None
     ) -> DataFrame:
-        fast = self.fast_json and eligible(read, files)
-        self.frames.one_task_per_file |= fast
+        args = (spark, read, steps, files, side, storage, named, chain, cache)
+        if not (self.fast_json and may_be_eligible(read, files)):
+            return self._chain(*args, fast=False)
+        # The alignment check reads every file (numpy, mostly without the GIL) while Spark analyses
+        # the fast path's frames; they are dropped for the exact path's when a file fails it.
+        mark = self.frames.mark()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            aligned = pool.submit(eligible, read, files)
+            df = self._chain(*args, fast=True)
+            if aligned.result():
+                self.frames.one_task_per_file = True
+                return df
+        self.frames.undo(mark)
+        return self._chain(*args, fast=False)
+
+    def _chain(
+        self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str,
+        cache: CacheSettings | None, fast: bool,
+    ) -> DataFrame:
         # A key that sorts as the lineage strings do, until the aggregate that takes its minimum.
         key = line_key(files) if fast and read.lineage and read.lineage_key_until is not None else None
         read_obs = Observation(f"dataflow_{self.tag}_{chain}_{READ_STEP}") if self.observe else None
