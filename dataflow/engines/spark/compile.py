@@ -40,6 +40,9 @@ class SparkRead:
     counted: bool = True  # its rows are the run's input rows (read counters, step -1)
     named: frozenset[str] = frozenset()  # the columns the steps name: an input without a JSON object still has them (null)
     lineage: bool = True  # False: no step and not the sink reads __source__ (a read may then skip making it)
+    # Set: steps[i] is an aggregate and it and the steps before it only carry __source__ to its
+    # min(__source__), so until there the lineage may be any key that sorts as its strings do.
+    lineage_key_until: int | None = None
 
     def describe(self) -> str:
         if self.source.in_memory:
@@ -151,7 +154,7 @@ def _lower_chain(nodes) -> tuple[SparkRead | None, list[SparkStep], SparkWrite |
                 raise EngineCapabilityError("spark", f"plan node {type(node).__name__}")
             steps += steps_of([node])
     if read is not None:
-        read = replace(read, named=named_by(steps), lineage=_reads_lineage(steps, write))
+        read = replace(read, named=named_by(steps), lineage=_reads_lineage(steps, write), lineage_key_until=_first_min_lineage(steps))
     return read, [_step(s, needed) for s, needed in zip(steps, needed_after(steps))], write
 
 
@@ -174,6 +177,18 @@ def _reads_lineage(steps: list[Step], write: SparkWrite | None) -> bool:
     if write is None or write.sink.lineage:
         return True
     return any(s.op.name not in _LINEAGE_FREE or SOURCE in param_reads(s.params)[0] or SOURCE in s.op.columns(s.params)[0] for s in steps)
+
+
+def _first_min_lineage(steps: list[Step]) -> int | None:
+    """The index of the first aggregate when it and the steps before it leave ``__source__`` alone but for its minimum."""
+    for i, s in enumerate(steps):
+        if s.op.name not in _LINEAGE_FREE or SOURCE in param_reads(s.params)[0] or SOURCE in s.op.columns(s.params)[0]:
+            return None
+        if s.op.name == "table.aggregate":
+            return None if SOURCE in s.params.aggregations else i
+        if s.op.name == "table.with_columns" and SOURCE in s.op.output_columns(frozenset(), s.params):
+            return None  # it sets __source__ itself
+    return None
 
 
 def _drops_rows(op) -> bool:

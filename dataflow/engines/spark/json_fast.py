@@ -16,42 +16,59 @@ from __future__ import annotations
 import codecs
 import contextlib
 import re
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from pyspark.sql import DataFrame
+import numpy as np
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
+from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
 from dataflow.ops.table.types import SPARK_TYPES
 
 if TYPE_CHECKING:
     from dataflow.engines.spark.compile import SparkRead
 
-__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "one_task_per_file"]
+__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
 
 CORRUPT = "__df_json_corrupt__"
 FAILED = "__df_json_failed__"
 _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
-_MISALIGNED = re.compile(rb"\n(?!\{|\Z)")  # a line break not followed by "{" (nor by the end of the file)
+_CHUNK = 1 << 18  # bytes per vectorised pass of the alignment check: a core's cache holds them
+_LF, _BRACE, _ASCII_END = 0x0A, 0x7B, 0x80
 _PLAIN_PATH = re.compile(r"^/[A-Za-z0-9/._~-]*$")  # as Spark's file URI spells it: no escaping needed
 
 
 def _aligned_file(path: str) -> bool:
+    """Whether every line of the file starts with ``{`` and the file is UTF-8: one vectorised pass per chunk.
+
+    A line that does not start with "{" (a blank line, an array, text) would be seen otherwise by
+    the JSON reader. A lone CR is no separator for either path (lineSep LF).
+    """
+    buf = bytearray(_CHUNK + 1)  # the previous chunk's last byte, then the chunk
+    buf[0] = _BRACE  # before the first chunk: no line break
+    ascii_only = True
+    with open(path, "rb", buffering=0) as f:
+        n = f.readinto(memoryview(buf)[1:])
+        if n and buf[1] != _BRACE:
+            return False
+        while n:
+            b = np.frombuffer(buf, np.uint8, count=n + 1)
+            # A line break followed by anything but "{"; one that ends the file has nothing after it.
+            if np.any((b[:-1] == _LF) & (b[1:] != _BRACE)):
+                return False
+            ascii_only = ascii_only and int(b.max()) < _ASCII_END
+            buf[0] = buf[n]
+            n = f.readinto(memoryview(buf)[1:])
+    return ascii_only or _utf8(path)
+
+
+def _utf8(path: str) -> bool:
     with open(path, "rb") as f:
         data = f.read()
-    if not data:
-        return True
-    # One pass: a line that does not start with "{" (a blank line, an array, text) would be seen
-    # otherwise by the JSON reader. A lone CR is no separator for either path (lineSep LF).
-    if data[:1] != b"{" or _MISALIGNED.search(data) is not None:
-        return False
-    return data.isascii() or _utf8(data)
-
-
-def _utf8(data: bytes) -> bool:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -59,15 +76,20 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
-def eligible(read: SparkRead, files: list[str]) -> bool:
-    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
-    from connectors.registry import compression_of, strip_scheme
+def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
+    """``eligible``'s conditions on the read and the files' names alone: local, plain (not compressed) UTF-8 JSON lines."""
+    from connectors.registry import compression_of
 
     if read.source.format != "jsonl" or read.remote or read.source.in_memory or not files:
         return False
-    if codecs.lookup(read.source.options.get("encoding", "utf-8")).name != "utf-8" or any(compression_of(f) is not None for f in files):
-        return False
-    return all(_aligned_file(strip_scheme(f)) for f in files)
+    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and all(compression_of(f) is None for f in files)
+
+
+def eligible(read: SparkRead, files: list[str]) -> bool:
+    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
+    from connectors.registry import strip_scheme
+
+    return may_be_eligible(read, files) and all(_aligned_file(strip_scheme(f)) for f in files)
 
 
 @contextlib.contextmanager
@@ -84,6 +106,16 @@ def one_task_per_file(spark) -> Iterator[None]:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def line_key(files: list[str]) -> LineKey | None:
+    """A numeric lineage key for ``files`` (``lineage_key``), or None where the strings must be kept: a path that needs escaping, too many files."""
+    from connectors.registry import strip_scheme
+
+    paths = [strip_scheme(f) for f in files]
+    if not paths or len(paths) > MAX_FILES or not all(_PLAIN_PATH.match(p) for p in paths):
+        return None
+    return LineKey(tuple(sorted(paths)))
 
 
 def _path_sql(files: list[str]) -> str:
@@ -113,24 +145,32 @@ def _failed(fields: dict[str, str]) -> str:
     return f"{CORRUPT} IS NOT NULL OR ({' AND '.join(f'{n} IS NULL' for n in typed)} AND input_file_block_length() < 0)"
 
 
-def fast_jsonl(spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True) -> DataFrame:
+def fast_jsonl(
+    spark, files: list[str], paths: list[str], fields: dict[str, str], lineage: bool = True, key: LineKey | None = None,
+    count: Callable[[DataFrame, Column], DataFrame] | None = None,
+) -> DataFrame:
     """(``__source__``, fields..., ``CORRUPT``, ``FAILED``) of aligned local JSON lines; ``paths`` are ``files`` as Spark's reader takes them.
 
     ``CORRUPT`` holds a line that did not parse (or held a field of another type) and is null
     otherwise; ``FAILED`` flags those lines. Without ``lineage`` no line numbers are made (nothing
-    reads ``__source__``).
+    reads ``__source__``). With ``key`` (``line_key(files)``) ``__source__`` is the line's key,
+    not its string. ``count(rows, failed)`` observes the read's rows and bad rows on the scan's own
+    rows, before any column is made: there they cost no copy of each row.
     """
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
     raw = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n").json(paths)
+    if count is not None:
+        raw = count(raw, F.expr(_failed(fields)))
     names = [sql_name(n) for n in fields]
     failed = f"{_failed(fields)} AS {FAILED}"
     if not lineage:
         return raw.selectExpr(*names, CORRUPT, failed)
     # input_file_name() and input_file_block_start() are the task's own, not per-row _metadata fields.
     guard = "raise_error(concat('dataflow: JSON lines file ', input_file_name(), ' was split across tasks; its line numbers would be wrong'))"
-    numbered = raw.selectExpr(
-        *names, CORRUPT, failed, f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END AS __df_id__",
-    )
-    line = f"CAST((__df_id__ & {_ROW_BITS}) + 1 AS STRING)"
-    source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, {line}) AS {SOURCE}"
-    return numbered.selectExpr(source, *names, CORRUPT, FAILED)
+    row_id = f"CASE WHEN input_file_block_start() <> 0 THEN {guard} ELSE monotonically_increasing_id() END"
+    numbered = raw.selectExpr(*names, CORRUPT, failed, f"({row_id} & {_ROW_BITS}) + 1 AS __df_line__")
+    if key is not None:
+        source = key.row_sql("__df_line__")
+    else:
+        source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, CAST(__df_line__ AS STRING))"
+    return numbered.selectExpr(f"{source} AS {SOURCE}", *names, CORRUPT, FAILED)

@@ -36,6 +36,7 @@ from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
 
 if TYPE_CHECKING:
+    from dataflow.engines.spark.lineage_key import LineKey
     from dataflow.runtime.settings import CacheSettings
 
 __all__ = ["read_source"]
@@ -177,8 +178,11 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
     return Checked(df.withColumn(BAD, F.col(UNDECODABLE)), [case], helpers=(UNDECODABLE,), errors_from=failed, flag=UNDECODABLE)
 
 
-def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: bool = False) -> Checked:
-    """Parsed JSON lines; ``fast``: ``files`` passed ``json_fast.eligible`` and the job's actions run one task per file."""
+def _jsonl(
+    spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: bool = False, key: LineKey | None = None,
+    count: Callable[[DataFrame, Column], DataFrame] | None = None,
+) -> Checked:
+    """Parsed JSON lines; ``fast``: ``files`` passed ``json_fast.eligible`` and the job's actions run one task per file; ``key``, ``count``: see ``read_source``."""
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
@@ -198,10 +202,10 @@ def _jsonl(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     if fast and fields:  # Spark's reader refuses a query of its corrupt-record column alone
         from dataflow.engines.spark.json_fast import CORRUPT, FAILED, fast_jsonl
 
-        df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage)
+        df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage, key, count)
         # The same bad rows as the exact path's; their records (source, reason) come from it, built
         # only then (building its frames costs Spark ~0.5 s of analysis).
-        return Checked(df.withColumn(BAD, F.col(FAILED)), [], helpers=(CORRUPT, FAILED), errors_from=parsed)
+        return Checked(df.withColumn(BAD, F.col(FAILED)), [], helpers=(CORRUPT, FAILED), errors_from=parsed, counted=count is not None)
     fused = parsed()
     return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=lambda: parsed().df)
 
@@ -269,7 +273,8 @@ def _refuse_working(result: DataFrame | Checked) -> DataFrame | Checked:
 
 
 def read_source(
-    spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: bool = False
+    spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: bool = False,
+    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None,
 ) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``__source__`` column first, then the data.
 
@@ -277,7 +282,10 @@ def read_source(
     for jsonl, do not parse) flagged.
     ``cache`` (a ``CacheSettings``): the Python data source reads remote files through the cache tier.
     ``fast_json``: JSON lines are read by ``json_fast`` (the caller checked ``json_fast.eligible``
-    and runs the job's actions inside ``json_fast.one_task_per_file``).
+    and runs the job's actions inside ``json_fast.one_task_per_file``); ``key``: with it, the
+    ``__source__`` of those lines is its numeric key (``lineage_key``). ``count(rows, bad)``: a
+    read that can count its rows and bad rows as they are read does so through it (the result is
+    then ``Checked.counted``).
     """
     if read.source.in_memory:  # rows this process holds (dataflow.memory), no files
         from dataflow.engines.spark.memory_io import held_frame
@@ -291,7 +299,7 @@ def read_source(
     if fmt == "csv":
         return _refuse_working(_csv(spark, read, files, side, storage, cache))
     if fmt == "jsonl":
-        return _refuse_working(_jsonl(spark, read, files, side, storage, cache, fast=fast_json))
+        return _refuse_working(_jsonl(spark, read, files, side, storage, cache, fast=fast_json, key=key, count=count))
     if read.source.options.get("split", "file") == "line":
         skip_empty = read.source.options.get("skip_empty", True)
 

@@ -12,6 +12,7 @@ import functools
 import posixpath
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,7 +24,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
-from dataflow.engines.spark.json_fast import eligible
+from dataflow.engines.spark.json_fast import eligible, line_key, may_be_eligible
 from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
@@ -59,6 +60,16 @@ class JobFrames:
     counted_read: bool = True
     one_task_per_file: bool = False  # a read numbers lines by row position: run the actions in json_fast.one_task_per_file
 
+    def mark(self) -> tuple[int, int, int]:
+        """Where the lists stand now, for ``undo``."""
+        return len(self.errors), len(self.observed), len(self.persisted)
+
+    def undo(self, mark: tuple[int, int, int]) -> None:
+        """Forget what was added since ``mark`` (frames that will not run), unpersisting what was persisted."""
+        for df in self.persisted[mark[2]:]:
+            df.unpersist()
+        del self.errors[mark[0]:], self.observed[mark[1]:], self.persisted[mark[2]:]
+
 
 class _Builder:
     def __init__(self, observe: bool, fast_json: bool = False):
@@ -69,7 +80,7 @@ class _Builder:
 
     def finish(
         self, result: DataFrame | Checked, index: int, op: str, drops_rows: bool, chain: str, next_is_map: bool,
-        needed: frozenset[str] | None = None, read_flag: str | None = None, next_counts_input: bool = False,
+        needed: frozenset[str] | None = None, read_flag: str | None = None, next_counts_input: bool = False, counted_by: Observation | None = None,
     ) -> DataFrame:
         """Observe a step's counters and split its bad rows off to the error frames.
 
@@ -78,12 +89,17 @@ class _Builder:
         are counted and recorded as the read's. ``next_counts_input``: the next step counts its
         input rows itself (an aggregate's ``ROWS_IN``), so a step without row errors needs no
         observation of its own. A ``ROWS_IN`` column in ``result`` is summed and dropped.
+        ``counted_by``: the observation that already counted ``result``'s rows and bad rows
+        (``Checked.counted``).
         """
         checked = result if isinstance(result, Checked) else None
         df = checked.df if checked else result
         bad = F.coalesce(F.col(BAD), F.lit(False)) if checked else None
         obs = None
-        if self.observe and (checked or ROWS_IN in df.columns or not (next_is_map or next_counts_input)):
+        if counted_by is not None:
+            obs = counted_by
+            self.frames.observed.append(Observed(index, op, drops_rows, obs, chain))
+        elif self.observe and (checked or ROWS_IN in df.columns or not (next_is_map or next_counts_input)):
             obs = Observation(f"dataflow_{self.tag}_{chain}_{index}")
             # A Python step's marker rows (BAD null) only carry its drop count: neither rows nor bad rows.
             metrics = [F.count(F.col(BAD) if DROPS in df.columns else F.lit(1)).alias("rows")]
@@ -124,9 +140,36 @@ class _Builder:
     def chain(
         self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str, cache: CacheSettings | None = None
     ) -> DataFrame:
-        fast = self.fast_json and eligible(read, files)
-        self.frames.one_task_per_file |= fast
-        df = read_source(spark, read, files, side, storage, cache, fast_json=fast)
+        args = (spark, read, steps, files, side, storage, named, chain, cache)
+        if not (self.fast_json and may_be_eligible(read, files)):
+            return self._chain(*args, fast=False)
+        # The alignment check reads every file (numpy, mostly without the GIL) while Spark analyses
+        # the fast path's frames; they are dropped for the exact path's when a file fails it.
+        mark = self.frames.mark()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            aligned = pool.submit(eligible, read, files)
+            df = self._chain(*args, fast=True)
+            if aligned.result():
+                self.frames.one_task_per_file = True
+                return df
+        self.frames.undo(mark)
+        return self._chain(*args, fast=False)
+
+    def _chain(
+        self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str,
+        cache: CacheSettings | None, fast: bool,
+    ) -> DataFrame:
+        # A key that sorts as the lineage strings do, until the aggregate that takes its minimum.
+        key = line_key(files) if fast and read.lineage and read.lineage_key_until is not None else None
+        read_obs = Observation(f"dataflow_{self.tag}_{chain}_{READ_STEP}") if self.observe else None
+        count = functools.partial(_counted, read_obs) if read_obs is not None else None
+        df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key, count=count)
+        tasks = spark.sparkContext.defaultParallelism
+        if fast and isinstance(df, Checked) and len(files) > tasks and _native_until_global(steps):
+            # Numbered, the lines of many files need not stay one task each: a step that shuffles
+            # them comes next, and each map task costs it (an aggregate's partial states, such
+            # as percentile_approx's, are built, sent and merged once per task).
+            df = replace(df, df=df.df.coalesce(tasks))
         kinds = [s.kind for s in steps]
         first = 0
         if isinstance(df, Checked) and df.flag and steps and steps[0].call is None:
@@ -138,7 +181,8 @@ class _Builder:
                 df = self.finish(df.then(nxt), s.index, s.name, s.drops_rows, chain, kinds[1:2] == ["map"], s.needed_after, read_flag=df.flag)
                 first = 1
         if not first:
-            df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"])
+            counted_by = read_obs if isinstance(df, Checked) and df.counted else None
+            df = self.finish(df, READ_STEP, "read", False, chain, next_is_map=kinds[:1] == ["map"], counted_by=counted_by)
         counts_input = [self.observe and i > first and _counts_input(s) for i, s in enumerate(steps)]
         for i, step in enumerate(steps[first:], start=first):
             if step.call is not None:
@@ -148,8 +192,25 @@ class _Builder:
                 if counts_input[i]:
                     step = replace(step, params=step.params.model_copy(update={"aggregations": {**step.params.aggregations, ROWS_IN: "count(*)"}}))
                 df = LOWERINGS[step.name].load()(df, step, named)
+                if key is not None and i == read.lineage_key_until:
+                    df = key.decoded(df)
             df = self.finish(df, step.index, step.name, step.drops_rows, chain, kinds[i + 1 : i + 2] == ["map"], step.needed_after, next_counts_input=counts_input[i + 1 : i + 2] == [True])
         return df
+
+
+def _counted(observation: Observation, rows: DataFrame, bad: Column) -> DataFrame:
+    """``rows`` observed: their count and their bad rows' (``bad``), as a checked step's observation counts them."""
+    return rows.observe(observation, F.count(F.lit(1)).alias("rows"), F.sum(F.when(bad, 1).otherwise(0)).alias("bad"))
+
+
+def _native_until_global(steps: tuple[SparkStep, ...]) -> bool:
+    """Whether a global step (it shuffles its input) comes before any Python step."""
+    for step in steps:
+        if step.call is not None:
+            return False
+        if step.kind == "global":
+            return True
+    return False
 
 
 def _counts_input(step: SparkStep) -> bool:

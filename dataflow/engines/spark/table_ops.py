@@ -58,6 +58,7 @@ class Checked:
     errors_from: Callable[[], DataFrame | Checked] | None = None
     flag: str | None = None
     typed_by: str | None = None  # a helper column holding each bad row's error type (Python steps), instead of the cases'
+    counted: bool = False  # its rows and bad rows were counted where they were read (the read's ``count``): not observed again
 
     def rows(self) -> DataFrame:
         """All rows, good and bad, without ``BAD``: the input of a step this check is folded into."""

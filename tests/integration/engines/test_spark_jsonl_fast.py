@@ -57,6 +57,18 @@ def _run(tmp_path, data, name: str, monkeypatch, exact: bool, **kw):
     return used, rows, errors, steps
 
 
+def _frames(spark, data, tmp_path, steps=None):
+    """The run's frames (``run.build_frames``) over ``data``, read by the fast path."""
+    from connectors.registry import list_files
+    from dataflow.engines.registry import compile_pipeline
+    from dataflow.engines.spark.run import build_frames
+    from dataflow.runtime.stats import SideOutputs
+
+    job = compile_pipeline(parse_pipeline(_doc(data, tmp_path / "out", steps=steps)))[-1]
+    side = SideOutputs(uri=str(tmp_path / "out"), storage_options={}, stats_dir=str(tmp_path / "s"), errors_dir=str(tmp_path / "e"))
+    return build_frames(spark, job, list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
+
+
 def _both(tmp_path, data, monkeypatch, **kw):
     fast = _run(tmp_path, data, "fast", monkeypatch, exact=False, **kw)
     exact = _run(tmp_path, data, "exact", monkeypatch, exact=True, **kw)
@@ -105,6 +117,80 @@ def test_an_aggregate_keeps_the_min_lineage(spark_local, tmp_path, monkeypatch):
     assert {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} == {"p0.jsonl#line=1", "p0.jsonl#line=11", "p0.jsonl#line=12"}  # string order
 
 
+def _grouped(groups: dict[int, str], count: int) -> list[str]:
+    """``count`` lines whose level is ``groups[line number]`` (``other`` elsewhere)."""
+    return [json.dumps({"level": groups.get(n, "other"), "latency_ms": float(n), "ctx": {"region": "r"}}) for n in range(1, count + 1)]
+
+
+def test_an_aggregate_keeps_the_string_minimum_of_line_numbers_and_paths(spark_local, tmp_path, monkeypatch):
+    """Line numbers past 9, 99 and 999 compare as strings ("10" < "2"), and a path that is a prefix of another sorts first."""
+    data = _write(tmp_path / "in", {
+        "p1.jsonl": _grouped({2: "a", 10: "a", 9: "b", 100: "b", 11: "c", 99: "c", 1001: "d", 998: "d", 50: "e"}, 1200),
+        "p1.jsonl2.jsonl": _grouped({1: "e", 3: "f"}, 5),  # p1.jsonl is its prefix: "p1.jsonl#line=50" sorts first
+        "p10.jsonl": _grouped({1: "f"}, 3),  # "p1.jsonl2..." < "p10.jsonl" ("." < "0")
+    })
+    aggregate = [{"op": "table.filter_rows", "params": {"where": "level <> 'other'"}},
+                 {"op": "table.with_columns", "params": {"columns": {"region": "ctx.region"}}},
+                 {"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)"}}}]
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, steps=aggregate)
+    sources = {json.loads(r)["level"]: json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows}
+    assert sources == {"a": "p1.jsonl#line=10", "b": "p1.jsonl#line=100", "c": "p1.jsonl#line=11", "d": "p1.jsonl#line=1001",
+                       "e": "p1.jsonl#line=50", "f": "p1.jsonl2.jsonl#line=3"}
+
+
+def test_an_aggregate_takes_the_minimum_of_numeric_line_keys(spark_local, tmp_path):
+    """Before the aggregate, ``__source__`` is a BIGINT key; the aggregate's minima are turned back into strings."""
+    import re
+
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(12)]})
+    steps = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)"}}}]
+    frames = _frames(spark_local, data, tmp_path, steps)
+    plan = frames.output._jdf.queryExecution().analyzed().toString()
+    assert re.search(r"min\(__source__#\d+L\)", plan), plan
+    assert dict(frames.output.dtypes)["__source__"] == "string"
+
+
+def test_before_a_shuffle_the_numbered_lines_of_many_files_share_tasks(spark_local, tmp_path, monkeypatch):
+    """More files than cores: once numbered, their rows go to the aggregate in one task per core, each line's lineage intact."""
+    data = _write(tmp_path / "in", {f"p{k}.jsonl": [_line(i) for i in range(k * 100, k * 100 + 9 + k)] for k in range(5)})
+    per_row = [{"op": "table.aggregate", "params": {"keys": ["latency_ms"], "aggregations": {"n": "count(*)"}}}]  # one row per group
+    plan = _frames(spark_local, data, tmp_path, per_row).output._jdf.queryExecution().optimizedPlan().toString()
+    assert f"Repartition {spark_local.sparkContext.defaultParallelism}, false" in plan, plan
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, steps=per_row)
+    assert len(rows) == sum(9 + k for k in range(5)) and {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} >= {"p4.jsonl#line=13", "p0.jsonl#line=9"}
+
+
+def test_the_reads_counters_are_taken_on_the_scans_own_rows(spark_local, tmp_path):
+    """The read's observation sits on the JSON scan, below the columns the read makes (each row is not copied for it)."""
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(12)]})
+    plan = [line.strip(" +-:") for line in _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString().splitlines()]
+    read = next(i for i, line in enumerate(plan) if line.startswith("CollectMetrics") and "_-1," in line)
+    assert plan[read + 1].startswith("Relation") and "json" in plan[read + 1], plan
+
+
+def test_line_keys_sort_and_read_back_as_the_lineage_strings(spark_local, tmp_path):
+    from dataflow.engines.spark.json_fast import fast_jsonl, line_key, one_task_per_file
+
+    data = _write(tmp_path / "in", {"p1.jsonl": [_line(i) for i in range(1105)], "p1.jsonl2.jsonl": [_line(i) for i in range(12)], "p10.jsonl": [_line(i) for i in range(3)]})
+    files = sorted(str(p) for p in data.iterdir())
+    key = line_key(files)
+    keyed = key.decoded(fast_jsonl(spark_local, files, ["file://" + f for f in files], SCHEMA, key=key).selectExpr("__source__ AS k", "__source__"))
+    with one_task_per_file(spark_local):
+        rows = [(r["k"], r["__source__"]) for r in keyed.collect()]
+        strings = [r[0] for r in fast_jsonl(spark_local, files, ["file://" + f for f in files], SCHEMA).select("__source__").collect()]
+    assert sorted(s for _, s in rows) == sorted(strings) and len(strings) == 1105 + 12 + 3
+    assert [s for _, s in sorted(rows)] == sorted(strings)  # the keys' order is the strings'
+
+
+def test_paths_that_need_escaping_or_too_many_files_keep_the_strings(tmp_path):
+    from dataflow.engines.spark.json_fast import line_key
+    from dataflow.engines.spark.lineage_key import MAX_FILES
+
+    assert line_key([f"{tmp_path}/b.jsonl", f"{tmp_path}/a.jsonl"]).paths == (f"{tmp_path}/a.jsonl", f"{tmp_path}/b.jsonl")
+    assert line_key([f"{tmp_path}/b c%.jsonl"]) is None
+    assert line_key([f"{tmp_path}/{i}.jsonl" for i in range(MAX_FILES + 1)]) is None
+
+
 def test_without_lineage_the_rows_are_the_same(spark_local, tmp_path, monkeypatch):
     data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(9)]})
     _, rows, _, _ = _both(tmp_path, data, monkeypatch, lineage=False)
@@ -126,6 +212,28 @@ def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(tmp_path,
     assert eligible(read, [str(tmp_path / "ok.jsonl")])
     assert not eligible(read, [str(tmp_path / "ok.jsonl"), str(tmp_path / "odd.jsonl")])
     assert not eligible(read, [str(tmp_path / "z.jsonl.gz")])
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 1 << 18])
+def test_the_alignment_check_reads_across_its_chunks(tmp_path, monkeypatch, chunk):
+    """Each line break is checked against the byte after it, also where a chunk of the file ends."""
+    import re
+
+    import dataflow.engines.spark.json_fast as json_fast
+
+    monkeypatch.setattr(json_fast, "_CHUNK", chunk)
+    bodies = [b"", b"{", b"{}\n", b"{}\n{}", b"{}\n{}\n", b"{}\n\n", b"{}\n \n", b"{}\n{}\n[]", b"[]\n{}", b" {}",
+              b"{\"a\": \"\xc3\xa9\"}\n{}\n", b"{\"a\": \"\xff\"}\n", b"{}\r\n{}\r\n", b"{}\n{}\n{}\n{}\nx"]
+    for i, body in enumerate(bodies):
+        path = tmp_path / f"{i}.jsonl"
+        path.write_bytes(body)
+        try:
+            body.decode("utf-8")
+            utf8 = True
+        except UnicodeDecodeError:
+            utf8 = False
+        expected = not body or (body[:1] == b"{" and re.search(rb"\n(?!\{|\Z)", body) is None and utf8)
+        assert json_fast._aligned_file(str(path)) is expected, body
 
 
 def test_a_split_file_fails_instead_of_misnumbering(spark_local, tmp_path):

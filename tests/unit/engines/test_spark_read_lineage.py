@@ -29,3 +29,21 @@ def _read(steps: list[dict], lineage: bool):
 ], ids=["sink-writes-it", "nothing-reads-it", "dedup-orders-by-it", "a-step-names-it"])
 def test_a_read_makes_lineage_only_when_something_reads_it(steps, sink_lineage, expected):
     assert _read(steps, sink_lineage).lineage is expected
+
+
+SETS_IT = {"op": "table.with_columns", "params": {"columns": {"__source__": "level"}}}
+COLUMNS = {"op": "table.with_columns", "params": {"columns": {"x": "level"}}}
+MIN_IT = {"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"first": "min(__source__)"}}}
+
+
+@pytest.mark.parametrize(("steps", "expected"), [
+    ([FILTER, COLUMNS, AGGREGATE], 2),
+    ([AGGREGATE, FILTER], 0),
+    ([FILTER], None),
+    ([DEDUP, AGGREGATE], None),
+    ([NAMES_IT, AGGREGATE], None),
+    ([SETS_IT, AGGREGATE], None),
+    ([MIN_IT], None),
+], ids=["carried-to-the-aggregate", "aggregate-first", "no-aggregate", "dedup-orders-by-it", "a-step-names-it", "a-step-sets-it", "the-aggregate-names-it"])
+def test_lineage_may_be_a_key_until_an_aggregate_takes_its_minimum(steps, expected):
+    assert _read(steps, True).lineage_key_until == expected

@@ -1,0 +1,66 @@
+"""The lineage of JSON lines read by ``json_fast`` as a number that sorts as its ``path#line=N`` strings do.
+
+An aggregate keeps each group's smallest ``__source__`` string. Building that string for every
+row and comparing strings cost more than the rest of the lineage, so while the rows pass only
+through steps that carry ``__source__`` unread (``SparkRead.lineage_key_until``) it is a BIGINT
+key with the same order, and only the aggregate's minima become strings (``LineKey.decoded``).
+
+The key is ``rank << 38 | padded << 4 | digits``: ``rank`` is the file's place among the paths,
+``padded`` the line number's digits right-padded with zeros to ten digits, ``digits`` their
+count. Within a file the numbers compare as digit strings do ("1" < "10" < "100" < "2": by the
+first differing digit, then a string before its extensions). Across files the paths decide,
+since "#" sorts below every character of a plain path: a path that is a prefix of another sorts
+first, with all its lines. The rank is found per row by a binary search of comparisons of the
+row's file name, so the files of one read are capped (``MAX_FILES``); paths that need escaping,
+or more files, keep the strings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dataflow.columns import SOURCE
+from dataflow.engines.spark.columns import sql_literal, sql_name
+
+__all__ = ["MAX_FILES", "LineKey"]
+
+MAX_FILES = 256  # a binary search of 8 comparisons per row
+_DIGITS = 10  # a line number is below 2**33 (monotonically_increasing_id's row bits) < 10**10
+_LINE_BITS = 38  # padded: below 10**10 < 2**34; digits: 4 bits
+
+
+@dataclass(frozen=True)
+class LineKey:
+    """Line keys of rows read from ``paths``: sorted, plain (as Spark's file URIs spell them), at most ``MAX_FILES``."""
+
+    paths: tuple[str, ...]
+
+    def row_sql(self, line: str) -> str:
+        """The key of the row numbered ``line`` (SQL, a BIGINT from 1) in its task's file (``input_file_name()``)."""
+        uris = ["file://" + p for p in self.paths]
+
+        def rank(lo: int, hi: int) -> str:
+            if hi - lo == 1:
+                return str(lo)
+            mid = (lo + hi) // 2
+            return f"CASE WHEN input_file_name() < {sql_literal(uris[mid])} THEN {rank(lo, mid)} ELSE {rank(mid, hi)} END"
+
+        padded = " ".join(f"WHEN {line} < {10**d}L THEN {line} * {10 ** (_DIGITS - d) << 4}L + {d}L" for d in range(1, _DIGITS))
+        return f"shiftleft(CAST({rank(0, len(uris))} AS BIGINT), {_LINE_BITS}) + CASE {padded} ELSE shiftleft({line}, 4) + {_DIGITS}L END"
+
+    def decoded(self, df: DataFrame) -> DataFrame:
+        """``df`` with its ``__source__`` keys (an aggregate's minima) as the strings they stand for.
+
+        A read that kept the strings (JSON lines with no field to read take the exact path) is left as it is.
+        """
+        if dict(df.dtypes).get(SOURCE) != "bigint":
+            return df
+        key = sql_name(SOURCE)
+        paths = f"array({', '.join(sql_literal(p) for p in self.paths)})"
+        scale = f"array({', '.join(f'{10 ** (_DIGITS - d)}L' for d in range(1, _DIGITS + 1))})"
+        low = f"({key} & {(1 << _LINE_BITS) - 1}L)"
+        line = f"shiftright({low}, 4) div element_at({scale}, CAST({low} & 15L AS INT))"
+        text = f"concat(element_at({paths}, CAST(shiftright({key}, {_LINE_BITS}) AS INT) + 1), '#line=', CAST({line} AS STRING))"
+        return df.withColumn(SOURCE, F.expr(text))
