@@ -202,6 +202,8 @@ def _jsonl(
     if fast and fields:  # Spark's reader refuses a query of its corrupt-record column alone
         from dataflow.engines.spark.json_fast import CORRUPT, FAILED, fast_jsonl
 
+        if any(is_working(n) for n in fields):
+            count = None  # _refuse_working flags more rows after the scan: the read's own observation counts them
         df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage, key, count)
         # The same bad rows as the exact path's; their records (source, reason) come from it, built
         # only then (building its frames costs Spark ~0.5 s of analysis).
