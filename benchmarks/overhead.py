@@ -15,7 +15,8 @@ start of execution to the first shard's commit (and from the run's start, which 
 run does before execution: Ray Data's import, listing, the warm-up it waits for), and the median and
 mean gaps between later commits (a task that ends two shards gives a zero gap). The
 cluster is a head plus ``--nodes`` - 1 workers, each ``ray start --num-cpus=1`` on 127.0.0.1 with
-its own ports, all under one ``--temp-dir``; every Ray it starts is stopped at the end. Rounds
+its own ports (worker ports: a free range, so two runs side by side do not clash), all under one
+``--temp-dir``; every Ray it starts is stopped at the end. Rounds
 alternate the contenders; medians (min-max) are printed, then the model: on ``N`` nodes of ``C``
 CPUs, work per file ``w`` (measured, per CPU), dataflow's driver costs per shard ``s`` (staging
 and marker) and per file ``d`` (listing, fingerprint: a second, warm listing), its task-side cost per file ``o``, shards
@@ -39,6 +40,7 @@ import argparse
 import json
 import os
 import pathlib
+import random
 import signal
 import socket
 import statistics
@@ -51,13 +53,54 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 KINDS = ("stream", "per-shard", "ray-data")
-TEMP = os.environ.get("DATAFLOW_OVERHEAD_TEMP", "/tmp/dataflow-overhead-ray")  # one per benchmark run side by side: the end kills what runs under it
+# One per benchmark run (runs side by side each have their own): the end kills what runs under it.
+TEMP = os.environ.get("DATAFLOW_OVERHEAD_TEMP", f"/tmp/dataflow-overhead-ray-{os.getpid()}")
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+WORKER_PORTS = 1000  # worker ports a node may use
+_PORT_BASES = range(20000, 30000, WORKER_PORTS)  # below Linux's ephemeral ports (32768-), above Ray's default worker ports (10002-19999)
+_PORT_LOCKS = pathlib.Path(tempfile.gettempdir()) / "dataflow-overhead-worker-ports"
+_held: list = []  # the lock files of this run's worker-port ranges, open (so held) until the process ends
+
+
+def _free_worker_ports() -> int:
+    """The first port of a range of ``WORKER_PORTS`` free ports on 127.0.0.1, held by this run.
+
+    A range is taken only when this process gets its lock file (another benchmark run side by side
+    holds its own ranges' locks, even before its workers bind a port) and every port of it binds
+    (no other Ray uses it). Bases are tried in a random order.
+    """
+    import fcntl
+
+    _PORT_LOCKS.mkdir(exist_ok=True)
+    for base in random.sample(list(_PORT_BASES), len(_PORT_BASES)):
+        lock = open(_PORT_LOCKS / str(base), "a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another run (or a node of this one) holds it
+            lock.close()
+            continue
+        socks = []
+        try:
+            for port in range(base, base + WORKER_PORTS):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+        except OSError:
+            lock.close()
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+        _held.append(lock)
+        return base
+    raise RuntimeError(f"no free range of {WORKER_PORTS} worker ports on 127.0.0.1 in {_PORT_BASES.start}-{_PORT_BASES.stop - 1}")
 
 
 def _env() -> dict[str, str]:
@@ -73,10 +116,10 @@ _START = ("import sys, ray._private.services as s; s.resolve_ip_for_localhost = 
 def start_node(head: str | None, log: pathlib.Path) -> tuple[subprocess.Popen, str]:
     """``ray start --block`` (head when ``head`` is None) on 127.0.0.1, 1 CPU, distinct ports; wait until it runs."""
     port = _free_port() if head is None else None
-    lo = 20000 + 1000 * (len(list(log.parent.glob("node-*.log"))))
+    lo = _free_worker_ports()
     ports = [f"--{n}-port={_free_port()}" for n in ("node-manager", "object-manager", "metrics-export", "runtime-env-agent", "dashboard-agent-grpc", "dashboard-agent-listen")]
     cmd = [sys.executable, "-c", _START, "start", "--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", f"--memory={1 << 30}",
-           f"--object-store-memory={256 << 20}", f"--min-worker-port={lo}", f"--max-worker-port={lo + 999}", "--disable-usage-stats", *ports]
+           f"--object-store-memory={256 << 20}", f"--min-worker-port={lo}", f"--max-worker-port={lo + WORKER_PORTS - 1}", "--disable-usage-stats", *ports]
     cmd += ["--head", f"--port={port}", f"--temp-dir={TEMP}", "--include-dashboard=false", f"--ray-client-server-port={_free_port()}"] if head is None else [f"--address={head}"]
     out = open(log, "wb")
     # The head binds to loopback with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (with 1 it takes the machine's
@@ -107,7 +150,7 @@ def stop_nodes(procs: list[subprocess.Popen]) -> None:
     current = pathlib.Path("/tmp/ray/ray_current_cluster")  # `ray start --head` records itself there: not left behind
     if current.exists() and any(p.args and f"--port={current.read_text().strip().rsplit(':', 1)[-1]}" in p.args for p in procs):
         current.unlink(missing_ok=True)
-    left = subprocess.run(["pgrep", "-f", TEMP], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", f"{TEMP}(/|[[:space:]]|$)"], capture_output=True, text=True).stdout.split()  # not a run whose folder only starts so
     for pid in left:
         try:
             os.kill(int(pid), signal.SIGKILL)

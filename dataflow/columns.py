@@ -4,11 +4,13 @@ Like WebDataset's ``__key__`` / ``__url__``, dataflow's columns are spelled ``__
 column may be called ``source``, ``id``, ``text``, ``bytes``, ``image``, ``path`` or ``key``; it
 round-trips untouched, because dataflow reads and writes only the names below. Working columns
 that live only inside a step or a stage (a row index, a hidden count, a parse flag) are spelled
-``__df_<name>__``; input columns of that spelling are not supported.
+``__df_<name>__``; input data never brings one in: a declared input schema naming one is a plan
+error, and a row holding a value in such a column (a Parquet, JSON or CSV file's) is a row error of
+the read, whose column is left out (``working_column_reason``).
 """
 from __future__ import annotations
 
-__all__ = ["SOURCE", "is_reserved"]
+__all__ = ["SOURCE", "is_reserved", "is_working", "working_column_reason"]
 
 SOURCE = "__source__"
 """Lineage and row identity: the input's URI plus the row's position in it (``#line=N``,
@@ -21,3 +23,13 @@ joined to several right rows gets ``#match=k``, a row of overlapping windows ``#
 def is_reserved(name: str) -> bool:
     """True for a name in dataflow's namespace (``__name__``)."""
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def is_working(name: str) -> bool:
+    """True for a name spelled like dataflow's working columns (``__df_<name>__``), which input data may not use."""
+    return len(name) > 7 and name.startswith("__df_") and name.endswith("__")
+
+
+def working_column_reason(name: str) -> str:
+    """Why input column ``name`` (a working column's spelling) is refused: one message for every place that checks."""
+    return f"column '{name}' is in dataflow's reserved namespace __df_<name>__ (its working columns); rename it in the input"

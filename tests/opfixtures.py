@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataflow.errors import RowError
 from dataflow.ops import op
 
 
@@ -70,4 +71,12 @@ def batch_rows(batch):
 @op(name="table.repeat_rows", modality="table", inputs=("n",), outputs=("copy",), kind="flat_map", batch_format="row")
 def repeat_rows(row: dict) -> list[dict]:
     """Yield ``n`` copies of the row, numbered in ``copy``: a row with ``n`` 0 is dropped, one with 3 becomes three."""
+    return [{"copy": k} for k in range(row["n"])]
+
+
+@op(name="table.repeat_or_refuse", modality="table", inputs=("n",), outputs=("copy",), kind="flat_map", batch_format="row")
+def repeat_or_refuse(row: dict) -> list[dict]:
+    """Yield ``n`` copies of the row, numbered in ``copy``; a row with ``n`` 0 is dropped, one with a negative ``n`` is a row error."""
+    if row["n"] < 0:
+        raise RowError(f"n is negative: {row['n']}")
     return [{"copy": k} for k in range(row["n"])]

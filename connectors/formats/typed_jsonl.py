@@ -1,11 +1,9 @@
 """JSONL read with a declared schema (``source.options.schema``): Arrow tables of the declared columns.
 
-Plain UTF-8 input is parsed 8 MiB at a time into the declared Arrow types by ``pyarrow.json``, or
-with ``DATAFLOW_JSONL_PARSER=duckdb`` by DuckDB (``duck_jsonl``: every value's JSON kind checked in
-the same query; schemas without arrays). A block goes to either only when
-every line is one JSON object with nothing around it (``{`` first, ``}`` last), it holds no CR and
-is valid UTF-8, the parser takes it without an error (and, for DuckDB, every kind fits), and
-Arrow's row count equals the line count. Any other block (a bad line, a blank or non-object line, a value of
+Plain UTF-8 input is parsed 8 MiB at a time into the declared Arrow types by ``pyarrow.json``. A
+block goes to it only when every line is one JSON object with nothing around it (``{`` first, ``}``
+last), it holds no CR and is valid UTF-8, the parser takes it without an error, and Arrow's row
+count equals the line count. Any other block (a bad line, a blank or non-object line, a value of
 another kind than declared, a CR) is read line by line like ``read_jsonl``: every bad line becomes a
 row error with its ``path#line=N`` and reason, and the good lines of the block are kept. Compressed
 files and other encodings are read line by line throughout. The values are Spark's: integers take
@@ -16,7 +14,6 @@ another kind makes the row a ``TypeError`` row error.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, BinaryIO, Iterator
 
 import numpy as np
@@ -27,9 +24,7 @@ from connectors.formats.compressed import DamagedFile
 from connectors.formats.lines import jsonl_row, read_jsonl
 from dataflow.columns import SOURCE
 
-__all__ = ["PARSER_ENV", "arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
-
-PARSER_ENV = "DATAFLOW_JSONL_PARSER"  # "arrow" (default) or "duckdb": what parses a clean block
+__all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
 
 _BOM = b"\xef\xbb\xbf"
 _BLOCK = 8 << 20  # bytes read and checked at once
@@ -140,9 +135,8 @@ def read_typed_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
 
 
 def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:
-    """The declared columns of every line of plain UTF-8 JSONL, 8 MiB blocks parsed by Arrow (or DuckDB) where they are clean."""
+    """The declared columns of every line of plain UTF-8 JSONL, 8 MiB blocks parsed by Arrow where they are clean."""
     schema = arrow_schema(options["schema"])
-    duck = _duck_parses(schema)
     number, rest = 0, b""
     while True:
         try:
@@ -156,7 +150,7 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
         if number == 0 and data.startswith(_BOM):
             data = data[3:]
         if data:
-            table = _block(data, schema, duck)
+            table = _block(data, schema)
             if table is None:
                 lines = data.splitlines()
                 yield from _tables((rec for i, raw in enumerate(lines, start=number + 1)
@@ -169,22 +163,8 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
             return
 
 
-def _duck_parses(schema: pa.Schema) -> bool:
-    """Whether DuckDB parses this schema's clean blocks: ``DATAFLOW_JSONL_PARSER`` (``arrow``, the default, or ``duckdb``), and a schema it reads.
-
-    Raises:
-        ValueError: naming the variable when it holds another value.
-    """
-    from connectors.formats.duck_jsonl import applies
-
-    parser = os.environ.get(PARSER_ENV, "arrow").strip().lower() or "arrow"
-    if parser not in ("duckdb", "arrow"):
-        raise ValueError(f"{PARSER_ENV} must be one of duckdb, arrow, got: {parser!r}")
-    return parser == "duckdb" and applies(schema)
-
-
-def _block(data: bytes, schema: pa.Schema, duck: bool) -> pa.Table | None:
-    """The block parsed by DuckDB (``duck``) or Arrow, one row per line, or None when it must be read line by line."""
+def _block(data: bytes, schema: pa.Schema) -> pa.Table | None:
+    """The block parsed by Arrow, one row per line, or None when it must be read line by line."""
     import pyarrow.json as pj
 
     if b"\r" in data:
@@ -200,10 +180,6 @@ def _block(data: bytes, schema: pa.Schema, duck: bool) -> pa.Table | None:
         data.decode("utf-8")  # Arrow's parser does not check it
     except UnicodeDecodeError:
         return None
-    if duck:
-        from connectors.formats.duck_jsonl import duck_block
-
-        return duck_block(data, buf, ends, schema)
     try:
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(use_threads=False, block_size=_PARSE_BLOCK),
                              parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(schema)[1:]), unexpected_field_behavior="ignore"))

@@ -6,6 +6,7 @@ import typing
 
 import pydantic
 
+from dataflow.columns import is_working, working_column_reason
 from dataflow.errors import EngineCapabilityError, PlanError, SpecIssue
 from dataflow.ops.registry import all_ops
 from dataflow.plan.nodes import LogicalPlan, Read, Step, source_columns
@@ -91,12 +92,20 @@ def _var_problems(node: Step, markers: frozenset[str]) -> list[SpecIssue]:
     return [SpecIssue(key=node.path, message=f"{node.op.name} uses :{', :'.join(missing)} but {where} gives no value for it (have: {have})")]
 
 
-def _chain_problems(nodes, source_format: str) -> list[SpecIssue]:
+def _declared_problems(source, key: str) -> list[SpecIssue]:
+    """A declared input schema (``options.schema``) naming a column spelled like dataflow's working columns."""
+    schema = source.options.get("schema")
+    names = schema if isinstance(schema, dict) else {}
+    return [SpecIssue(key=f"{key}.options.schema.{name}", message=working_column_reason(name)) for name in names if is_working(str(name))]
+
+
+def _chain_problems(nodes, source_format: str, key: str = "source") -> list[SpecIssue]:
     problems = []
     columns = None
     for node in nodes:
         if isinstance(node, Read):
             columns = source_columns(node.source)
+            problems += _declared_problems(node.source, key)
         elif isinstance(node, Step):
             inputs, outputs = node.op.columns(node.params)
             reads, markers = param_reads(node.params)
@@ -130,12 +139,13 @@ def validate_plan(plan: LogicalPlan, engines: Rule | None = None) -> LogicalPlan
 
     Raises:
         PlanError: one issue per problem, keyed by the step's path (e.g. ``steps[1]``): each step
-            that reads a column no earlier node writes (with a fix), and each step its engine
-            cannot run.
+            that reads a column no earlier node writes (with a fix), each column of a declared
+            input schema spelled like dataflow's working columns (``__df_<name>__``), and each
+            step its engine cannot run.
     """
     problems = _chain_problems(plan.nodes, plan.spec.source.format)
     for side in plan.inputs:
-        problems += _chain_problems(side.nodes, side.nodes[0].source.format)
+        problems += _chain_problems(side.nodes, side.nodes[0].source.format, f"sources.{side.name}")
     if engines is not None:
         try:
             engines.apply(plan)

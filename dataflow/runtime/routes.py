@@ -1,9 +1,11 @@
 """Which shard a row belongs to, when one streaming execution reads every shard of a run.
 
 Shards are contiguous slices of the sorted input files, so the first input of each shard is a
-boundary: a row's input file (its ``__source__`` without the scheme and the readers' fragments
-such as ``#row=3``, ``#line=7``, ``#key=x``) belongs to the last shard whose boundary is not
-greater than it. ``ShardRoutes.route`` finds it by a vectorised binary search.
+boundary: a row's input file (its ``__source__`` without the scheme and the fragments readers and
+ops append, such as ``#row=3``, ``#line=7``, ``#key=x``) belongs to the last shard whose boundary is
+not greater than it. ``ShardRoutes.route`` finds it by a vectorised binary search. Only those
+fragments, with the values dataflow writes, are taken off, and never from the boundaries (input
+URIs): a file's own name may end in ``#part=1.jsonl`` (legal on POSIX and S3).
 """
 from __future__ import annotations
 
@@ -20,15 +22,19 @@ __all__ = ["ShardRoutes", "input_key"]
 
 T = TypeVar("T")
 _SCHEME = r"^[A-Za-z][A-Za-z0-9+.\-]*://"
-_FRAGMENTS = r"(#[A-Za-z_]+=[^#/]*)+$"  # what readers and ops append to an input's URI
+# What readers (#line, #row, #row_group, #offset, a WebDataset #key: its basename has no dot) and ops
+# (table.join's #match, table.window_aggregate's #window, audio.segment_vad's #t) append to an input's URI.
+_FRAGMENTS = r"(#(line|row|row_group|offset|match|window)=-?\d+|#key=([^#]*/)?[^#./]*|#t=\d+\.\d+,\d+\.\d+)+$"
 
 
-def input_key(values: Any) -> np.ndarray:
-    """The input file each value names (``__source__`` or an input URI), as a NumPy unicode array."""
+def input_key(values: Any, fragments: bool = True) -> np.ndarray:
+    """The input file each value names (a ``__source__``; an input URI with ``fragments`` False), as a NumPy unicode array."""
     arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(values, dtype=object), pa.string())
     if not pa.types.is_string(arr.type) and not pa.types.is_large_string(arr.type):
         arr = pc.cast(arr, pa.string())
-    arr = pc.replace_substring_regex(pc.replace_substring_regex(arr, _SCHEME, ""), _FRAGMENTS, "")
+    arr = pc.replace_substring_regex(arr, _SCHEME, "")
+    if fragments:
+        arr = pc.replace_substring_regex(arr, _FRAGMENTS, "")
     out = arr.to_numpy(zero_copy_only=False) if isinstance(arr, pa.Array) else np.concatenate([c.to_numpy(zero_copy_only=False) for c in arr.chunks] or [np.array([], dtype=object)])
     return out.astype(str)
 
@@ -43,7 +49,7 @@ class ShardRoutes(Generic[T]):
     def __init__(self, first_inputs: Sequence[str], payloads: Sequence[T], smallest: int = 1):
         if len(first_inputs) != len(payloads) or not first_inputs:
             raise ValueError(f"ShardRoutes needs one first input per payload and at least one shard, got {len(first_inputs)} inputs for {len(payloads)} payloads")
-        self.starts = input_key(list(first_inputs))
+        self.starts = input_key(list(first_inputs), fragments=False)
         if np.any(self.starts[1:] <= self.starts[:-1]):
             raise ValueError("ShardRoutes: shard boundaries must be strictly increasing (shards are slices of the sorted inputs)")
         self.payloads = list(payloads)

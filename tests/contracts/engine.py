@@ -568,6 +568,32 @@ class EngineContract:
             for p in parts])
         assert (flat.rows_in, flat.rows_out, grouped.rows_out) == (12, len(kept), len(parts))
 
+    @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
+    def test_a_value_in_an_input_column_spelled_like_a_working_column_is_a_row_error_of_the_read(self, engine: str, tmp_path: pathlib.Path, fmt: str):
+        # ``__df_<name>__`` is dataflow's working columns' namespace: such a column is left out, a row holding a value in it goes to _errors/.
+        rows = [{"k": 1, "__df_row__": None, "__df_part": "a"}, {"k": 2, "__df_row__": 7, "__df_part": "b"}, {"k": 3, "__df_part": None},
+                {"k": 4, "__df_row__": 9, "__df_part": "d"}]
+        if fmt == "parquet":
+            pq.write_table(pa.Table.from_pylist(rows), tmp_path / "w.parquet")
+        elif fmt == "jsonl":
+            (tmp_path / "w.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:  # CSV fields are text: an empty one is a value too, so every row of a file with such a column is refused
+            (tmp_path / "w.csv").write_text("k,__df_row__,__df_part\n1,,a\n2,7,b\n3,,\n4,9,d\n")
+        doc = {"name": "w", "engine": engine, "source": {"uri": str(tmp_path / f"w.{fmt}"), "format": fmt},
+               "steps": [{"op": "table.with_columns", "params": {"columns": {"m": "1"}}}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+        report = run_pipeline(parse_pipeline(doc), QUIET)
+        tables = [pq.read_table(p) for p in (tmp_path / "out").glob("*.parquet")]
+        assert all("__df_row__" not in t.column_names for t in tables)
+        kept = sorted((r["k"], r["__df_part"]) for t in tables for r in t.to_pylist())
+        assert kept == ([] if fmt == "csv" else [(1, "a"), (3, None)])
+        errors = sorted((r["source"].rsplit("=", 1)[1], r["op"], r["error_type"], r["reason"])
+                        for p in (tmp_path / "out" / "_errors").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines()))
+        reason = "column '__df_row__' is in dataflow's reserved namespace __df_<name>__ (its working columns); rename it in the input"
+        refused = {"parquet": ["1", "3"], "jsonl": ["2", "4"], "csv": ["2", "3", "4", "5"]}[fmt]  # #row=N counts from 0, #line=N from 1 (a CSV header is line 1)
+        assert errors == [(n, "read", "ValueError", reason) for n in refused]
+        read = next(s for s in report.steps if s.op == "read")
+        assert (read.rows_in, read.rows_out, read.rows_errored) == (4, 4 - len(refused), len(refused))
+
     def test_filter_counts_rows_in_out_and_dropped(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows"], engine, tmp_path)
         step = next(s for s in report.steps if s.op == "table.filter_rows")
@@ -589,6 +615,35 @@ class EngineContract:
         assert sorted((r["n"], r["copy"]) for r in rows) == sorted((n, k) for n in counts for k in range(n))
         step = report.steps[-1]
         assert (step.rows_in, step.rows_out, step.rows_errored, step.drops) == (7, 10, 0, {"table.repeat_rows": 3}), report.steps
+
+    def test_two_python_flat_maps_in_a_row_count_each_steps_rows(self, engine: str, tmp_path: pathlib.Path):
+        # On Spark each runs in Python workers with its own hidden drop count (python_steps.DROPS).
+        counts = [0, 3, 0, 1, 2, 0, 4]
+        pq.write_table(pa.table({"n": counts}), tmp_path / "n.parquet")
+        doc = {"name": "flat2", "engine": engine, "source": {"uri": str(tmp_path / "n.parquet"), "format": "parquet"},
+               "steps": [{"op": "tests.opfixtures:repeat_rows"}, {"op": "tests.opfixtures:repeat_rows"}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+        report = run_pipeline(parse_pipeline(doc), QUIET)
+        rows = [r for p in (tmp_path / "out").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+        assert sorted((r["n"], r["copy"]) for r in rows) == sorted((n, k) for n in counts for _ in range(n) for k in range(n))
+        first, second = [(s.rows_in, s.rows_out, s.rows_errored, dict(s.drops)) for s in report.steps if s.op != "read"]
+        assert first == (7, 10, 0, {"table.repeat_rows": 3}) and second[:3] == (10, 30, 0) and sum(second[3].values()) == 0, report.steps
+        assert not [line for p in (tmp_path / "out").glob("_errors/*.jsonl") for line in p.read_text().splitlines()]
+
+    def test_a_flat_map_that_refuses_drops_and_expands_rows_of_one_batch_counts_each(self, engine: str, tmp_path: pathlib.Path):
+        counts = [2, -1, 0, 3, -5, 0, 1]  # one file, one batch: 2 row errors, 2 drops, 3 rows expanded into 6
+        pq.write_table(pa.table({"n": counts}), tmp_path / "n.parquet")
+        doc = {"name": "mixed", "engine": engine, "source": {"uri": str(tmp_path / "n.parquet"), "format": "parquet"},
+               "steps": [{"op": "tests.opfixtures:repeat_or_refuse"}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+        report = run_pipeline(parse_pipeline(doc), QUIET)
+        rows = [r for p in (tmp_path / "out").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+        assert sorted((r["n"], r["copy"]) for r in rows) == sorted((n, k) for n in counts if n > 0 for k in range(n))
+        errors = sorted((r["source"].rsplit("=", 1)[1], r["op"], r["error_type"], r["reason"])
+                        for p in (tmp_path / "out" / "_errors").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines()))
+        assert errors == [("1", "table.repeat_or_refuse", "RowError", "n is negative: -1"), ("4", "table.repeat_or_refuse", "RowError", "n is negative: -5")]
+        step = report.steps[-1]
+        assert (step.rows_in, step.rows_out, step.rows_errored, dict(step.drops)) == (7, 6, 2, {"table.repeat_or_refuse": 2}), report.steps
+        expanded = sum(1 for n in counts if n > 0)
+        assert step.rows_in == expanded + sum(step.drops.values()) + step.rows_errored  # every input row: expanded, dropped or refused
 
     def test_the_same_filter_twice_counts_each_steps_drops(self, engine: str, tmp_path: pathlib.Path):
         _, _, _, report = run_case(CASES["filter_rows_twice"], engine, tmp_path)

@@ -8,6 +8,7 @@ folder under a temporary ``TMPDIR``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pathlib
 import re
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 import pyarrow.parquet as pq
 import pytest
@@ -180,6 +182,21 @@ def test_the_worker_warm_up_unpickles_the_job_so_its_modules_are_imported_in_the
     session._warming[0].join(timeout=120)
     pids = {int(p.name) for p in warm_job_probe.PROBE_DIR.iterdir()} if warm_job_probe.PROBE_DIR.exists() else set()
     assert pids and os.getpid() not in pids  # the job's module was imported in workers, by unpickling the job
+
+
+def test_a_job_that_cannot_be_pickled_still_gets_the_workers_warmed(ray_local, monkeypatch, caplog):
+    """The job is left out, which is said at debug level; the workers still start and import the modules."""
+    from dataflow.engines.ray import session
+
+    probe = pathlib.Path(tempfile.gettempdir()) / "dataflow-warm-fallback-probe"
+    shutil.rmtree(probe, ignore_errors=True)
+    monkeypatch.setattr(session, "_warming", [])
+    with caplog.at_level(logging.DEBUG, logger=session.__name__):
+        session.warm_workers(threading.Lock(), modules=("tests.warm_fallback_probe",))  # a lock does not pickle
+        session._warming[0].join(timeout=120)
+    pids = {int(p.name) for p in probe.iterdir()} if probe.exists() else set()
+    assert pids and os.getpid() not in pids  # imported in workers, not in the driver
+    assert any("cannot be pickled" in r.getMessage() for r in caplog.records)
 
 
 def test_a_failing_warm_up_never_fails(ray_local, monkeypatch):

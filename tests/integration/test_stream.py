@@ -105,3 +105,22 @@ def test_a_table_step_of_a_stream_takes_the_batch_size_it_was_given(ray_local, t
     assert run_pipeline(spec, RunOptions(progress=False, stream_shards=True)).rows_out == 2 * rows
     sizes = pq.read_table(tmp_path / "out", columns=["batch_rows"]).column("batch_rows").to_pylist()
     assert len(sizes) == 2 * rows and max(sizes) == batch_size
+
+
+def test_files_whose_names_end_like_a_fragment_route_as_themselves(ray_local, tmp_path):
+    """``logs#part=1.jsonl`` is a file of its own (legal on POSIX and S3), not ``logs`` with a fragment: each of its rows goes to its shard."""
+    import pyarrow.parquet as pq
+
+    names = ["logs!.jsonl", "logs#part=1.jsonl", "logs#part=2.jsonl"]
+    for f, name in enumerate(names):
+        write_jsonl(tmp_path / "in" / name, [{"n": f * 10 + i} for i in range(3)])
+    spec = parse_pipeline({
+        "name": "hashes", "engine": "ray",
+        "source": {"uri": str(tmp_path / "in"), "format": "jsonl", "options": {"files_per_shard": 1}},
+        "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 0"}}],
+        "sink": {"uri": str(tmp_path / "out"), "format": "parquet"},
+    })
+    report = run_pipeline(spec, RunOptions(progress=False, stream_shards=True))
+    assert report.published and report.rows_out == 9
+    manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
+    assert len(manifest["shards"]) == 3 and sorted(pq.read_table(tmp_path / "out").column("n").to_pylist()) == [f * 10 + i for f in range(3) for i in range(3)]

@@ -59,7 +59,7 @@ class RayRead:
         if self.parse == "jsonl" and self.source.options.get("schema"):
             fields = ", ".join(self.options["schema"]) or "none"
             return (f"ray.data.from_items(files listed under {uri}) -> map_batches[ReadStream, {FILES_PER_TASK} files per task] parses 8 MiB blocks of "
-                    f"jsonl with pyarrow.json (DuckDB, kinds checked, with DATAFLOW_JSONL_PARSER=duckdb) into the declared types (fields read: {fields}); "
+                    f"jsonl with pyarrow.json into the declared types (fields read: {fields}); "
                     "a block with a bad line is read line by line")
         if self.source.in_memory:
             return f"the rows held at {uri}: ray.data.from_arrow (an Arrow table) or the Dataset itself (a Spark DataFrame: through Parquet) -> map_batches[count, add __source__] (zero-copy)"

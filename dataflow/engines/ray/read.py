@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from dataflow.columns import SOURCE
+from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.runtime.report import CACHE_COUNTERS_DIR
 from dataflow.batch import Columns, from_rows
 from dataflow.runtime.error_sink import ErrorRecord
@@ -103,6 +103,17 @@ class FetchFiles:
         return {"path": np.array([_path_of(u) for u in uris], dtype=object), "bytes": out_bytes}
 
 
+def _refused(row: dict[str, Any]) -> str | None:
+    """Why a read row is refused (a value in a column spelled like dataflow's working columns), else None; such columns holding null are left out."""
+    working = [k for k in row if is_working(k)]
+    for k in working:
+        if row[k] is not None:
+            return working_column_reason(k)
+    for k in working:
+        del row[k]
+    return None
+
+
 class ReadStream:
     """Stream files into rows: line formats line by line, WebDataset shards sample by sample.
 
@@ -154,6 +165,10 @@ class ReadStream:
                         yield rec
                         span.resume()
                         st.rows_out, rows = st.rows_out + len(rows) + rec.num_rows, []
+                        continue
+                    # One search over the keys first: a third of the cost of looking at each key (most rows have none)
+                    if "__df_" in "\0".join(rec) and (reason := _refused(rec)) is not None:
+                        errors.append(ErrorRecord(rec[SOURCE], "read", "ValueError", reason))
                         continue
                     rows.append(rec)
                     if len(rows) >= per_batch:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from dataflow.columns import SOURCE
+from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
 from dataflow.engines.ray.fused_stage import FusedStageFn, fused_stage
@@ -18,6 +18,7 @@ from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus, executing
 from dataflow.batch import Columns, from_arrow, length, plain_arrow, take
+from dataflow.runtime.error_sink import ErrorRecord
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.routes import ShardRoutes
 from dataflow.runtime.stage import StageExecutor, StepCall, StepStats
@@ -52,7 +53,7 @@ class ReadAdapter:
         """The batch's row groups as one Arrow table: types kept as stored (no Python values in between)."""
         from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part
 
-        parts = []
+        parts, errors = [], []
         names = [f"{u}#row_group={g}" for u, g in zip(batch["uri"], batch["row_group"])]
         fs = filesystem(str(batch["uri"][0]), self.storage_options, self.cache) if len(names) else None
         before, io_before = cache_counters(fs), io_counters()
@@ -66,12 +67,27 @@ class ReadAdapter:
                 lineage = pa.array([f"{uri}#row={int(first) + i}" for i in range(table.num_rows)], pa.string())
             if SOURCE in table.column_names:
                 table = table.drop_columns([SOURCE])
-            parts.append(table.add_column(0, SOURCE, lineage))
+            parts.append(_without_working(table.add_column(0, SOURCE, lineage), errors))
         out = pa.concat_tables(parts, promote_options="permissive") if parts else pa.table({SOURCE: pa.array([], pa.string())})
-        self.side.write("read", batch_key(names), [], {READ_STEP: StepStats(rows_in=out.num_rows, rows_out=out.num_rows)})
+        st = StepStats(rows_in=out.num_rows + len(errors), rows_out=out.num_rows, rows_errored=len(errors))
+        self.side.write("read", batch_key(names), errors, {READ_STEP: st})
         record_cache(self.side, "read", batch_key(names), before, cache_counters(fs))
         record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", batch_key(names), io_before, io_counters())
         return out
+
+
+def _without_working(table: pa.Table, errors: list[ErrorRecord]) -> pa.Table:
+    """``table`` without its columns spelled like dataflow's working columns; a row holding a value in one is added to ``errors``."""
+    working = [c for c in table.column_names if is_working(c)]
+    if not working:
+        return table
+    reasons = np.full(table.num_rows, None, dtype=object)
+    for name in reversed(working):  # a row's reason names the first such column it holds a value in
+        reasons[table.column(name).is_valid().to_numpy(zero_copy_only=False)] = working_column_reason(name)
+    held = np.array([r is not None for r in reasons], dtype=bool)
+    sources = table.column(SOURCE).to_pylist()
+    errors += [ErrorRecord(sources[i], "read", "ValueError", reasons[i]) for i in np.flatnonzero(held)]
+    return table.filter(pa.array(~held)).drop_columns(working)
 
 
 class StageFn:

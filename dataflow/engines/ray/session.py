@@ -15,6 +15,7 @@ _started = threading.Event()  # set when ensure_ray started or joined Ray (relea
 _warming: list[threading.Thread] = []  # the warm-up of this connection to Ray (warm_workers), once
 _warm_done = threading.Event()  # set when that warm-up ended (or none runs)
 _warm_done.set()
+_log = logging.getLogger(__name__)
 _executing = threading.Event()  # set when an execution began (see executing)
 # What a stage task deserializes first: Ray Data, Arrow and the modules of dataflow's stage functions.
 WARM_MODULES = ("ray.data", "pyarrow", "pyarrow.compute", "dataflow.engines.ray.run", "dataflow.engines.ray.routed", "connectors.registry")
@@ -106,8 +107,9 @@ def warm_workers(job: object | None = None, modules: tuple[str, ...] = WARM_MODU
     and sqlglot for the table ops, are what a stage task unpickles first) and sets up Ray Data's
     context there; the first shard's tasks then run in those warm workers. Then, unless an
     execution began meanwhile (it sets up the same itself), a tiny Dataset warms the driver's side.
-    The runner starts it before it lists the inputs and plans the shards. It never fails a run: any
-    error is dropped. ``DATAFLOW_RAY_WARM_WORKERS=0`` turns it off.
+    The runner starts it before it lists the inputs and plans the shards. A job that cannot be
+    pickled is left out (the workers still start and import ``modules``; logged at debug level). It
+    never fails a run: any other error is dropped. ``DATAFLOW_RAY_WARM_WORKERS=0`` turns it off.
     """
     if os.environ.get("DATAFLOW_RAY_WARM_WORKERS", "1") == "0":
         return
@@ -141,7 +143,7 @@ def _warm(modules: tuple[str, ...], job: object | None) -> None:
         # The workers first, as plain tasks spread over the nodes (a Dataset would set up its executor before any),
         # submitted before this thread imports Ray Data: the workers start while the driver imports it.
         task = ray.remote(num_cpus=1, scheduling_strategy="SPREAD")(_warm_worker)
-        job_ref = ray.put(job)
+        job_ref = _job_ref(ray, job)
         ray.get([task.remote(modules, job_ref) for _ in range(cpus)])
         if _executing.is_set():
             return
@@ -155,6 +157,15 @@ def _warm(modules: tuple[str, ...], job: object | None) -> None:
         pass
     finally:
         _warm_done.set()
+
+
+def _job_ref(ray, job: object | None):
+    """``job`` in the object store, or None when it cannot be pickled: the workers then warm up without it."""
+    try:
+        return ray.put(job)
+    except Exception as exc:  # noqa: BLE001 - pickling raises what the object's own __reduce__ raises (TypeError, PicklingError, ...)
+        _log.debug("dataflow: the Ray warm-up goes on without the job, which cannot be pickled: %s", exc)
+        return None
 
 
 def _warm_worker(modules: tuple[str, ...], job: object | None) -> None:

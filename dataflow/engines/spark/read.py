@@ -5,15 +5,19 @@ that is not UTF-8 a row error; Parquet with its row index); remote files, text i
 ``encoding``s, compressed line files (``.gz``, ``.bz2``, ``.xz``, ``.zst``: Hadoop's codecs do not
 cover them all, and a damaged one must keep its first lines) and CSV (for the Ray reader's
 semantics) go through ``DataflowSource``, which streams them. A file is read by one task, as on Ray.
-A ``__source__`` column or field in the data is replaced by the read's own lineage; every other
-column, ``source`` included, is the user's. A JSONL schema left undeclared is inferred by
-``json_schema``; plain local JSONL whose lines all start with ``{`` is read by ``json_fast``.
+A ``__source__`` column or field in the data is replaced by the read's own lineage; a row holding a
+value in a column spelled like dataflow's working columns (``__df_<name>__``) is a row error of the
+read, and such columns are left out; every other column, ``source`` included, is the user's. A
+JSONL schema left undeclared is inferred by ``json_schema``; plain local JSONL whose lines all
+start with ``{`` is read by ``json_fast``.
 """
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
+import operator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -21,8 +25,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dataflow.columns import SOURCE
-from dataflow.engines.spark.columns import col, sql_literal
+from dataflow.columns import SOURCE, is_working, working_column_reason
+from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.ops.registry import get_op
 from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
@@ -240,6 +244,30 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
     return _python_source(spark, files, "parquet", from_arrow_schema(pa.schema(fields)), read, side, storage, cache, columns=names)
 
 
+def _refuse_working(result: DataFrame | Checked) -> DataFrame | Checked:
+    """Rows holding a value in a column spelled like dataflow's working columns flagged as the read's row errors; those columns left out.
+
+    The check comes first among the read's cases, and the frame the error write reads (``errors_from``) is flagged the same way.
+    """
+    df = result.df if isinstance(result, Checked) else result
+    own = {BAD, *result.helpers} if isinstance(result, Checked) else set()  # the read's own working columns
+    working = [c for c in df.columns if is_working(c) and c not in own]
+    if not working:
+        return result
+    held = functools.reduce(operator.or_, [col(c).isNotNull() for c in working])
+    cases = [(f"{sql_name(c)} IS NOT NULL", "ValueError", sql_literal(working_column_reason(c))) for c in working]
+    if not isinstance(result, Checked):
+        return Checked(df.withColumn(BAD, held), cases, helpers=tuple(working))
+
+    def flagged(frame: DataFrame | Checked) -> DataFrame | Checked:
+        if isinstance(frame, Checked):
+            return Checked(frame.df.withColumn(BAD, F.col(BAD) | held), [*cases, *frame.cases], helpers=(*frame.helpers, *working))
+        return frame.withColumn(BAD, F.col(BAD) | held)
+
+    errors_from = (lambda: flagged(result.errors_from())) if result.errors_from is not None else None
+    return Checked(df.withColumn(BAD, F.col(BAD) | held), [*cases, *result.cases], helpers=(*result.helpers, *working), errors_from=errors_from)
+
+
 def read_source(
     spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: bool = False
 ) -> DataFrame | Checked:
@@ -259,11 +287,11 @@ def read_source(
         apply_settings(spark, s3a_settings(storage.get("s3", {})))
     fmt = read.source.format
     if fmt == "parquet":
-        return _parquet(spark, read, files, side, storage, cache)
+        return _refuse_working(_parquet(spark, read, files, side, storage, cache))
     if fmt == "csv":
-        return _csv(spark, read, files, side, storage, cache)
+        return _refuse_working(_csv(spark, read, files, side, storage, cache))
     if fmt == "jsonl":
-        return _jsonl(spark, read, files, side, storage, cache, fast=fast_json)
+        return _refuse_working(_jsonl(spark, read, files, side, storage, cache, fast=fast_json))
     if read.source.options.get("split", "file") == "line":
         skip_empty = read.source.options.get("skip_empty", True)
 

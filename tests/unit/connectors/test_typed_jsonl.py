@@ -139,63 +139,11 @@ def test_every_line_is_one_row_or_one_row_error(tmp_path, monkeypatch, lines, cu
     assert rows == slow and errors == slow_errors  # Arrow's blocks give what the line-by-line read gives
 
 
-# DuckDB's parse (DATAFLOW_JSONL_PARSER=duckdb): the same rows and row errors as the exact read.
-_DUCK_SCHEMA = {"s": "string", "d": "double", "i": "int", "l": "long", "b": "boolean", "c": "struct<r: string, a: int, f: float>"}
-_ANY = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.text(max_size=6)),
-                    lambda inner: st.one_of(st.lists(inner, max_size=2), st.dictionaries(st.text(max_size=3), inner, max_size=2)), max_leaves=4)
-_TEXT = st.text(max_size=8)
-_CLEAN = st.fixed_dictionaries({}, optional={  # lines every kind of which fits: whole blocks of them take DuckDB's path
-    "s": st.one_of(st.none(), _TEXT, st.sampled_from(["1.5", "true", "{}", "[1]", "-", "2026-12-04T00:00:00Z"])),
-    "d": st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False), st.integers(-(2**70), 2**70)),
-    "i": st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)), "l": st.integers(-(2**63), 2**63 - 1), "b": st.one_of(st.none(), st.booleans()),
-    "c": st.one_of(st.none(), st.fixed_dictionaries({}, optional={"r": _TEXT, "a": st.integers(-(2**31), 2**31 - 1), "f": st.floats(width=32)})),
-    "other": _ANY}).map(lambda d: json.dumps(d, ensure_ascii=False))
-_DUCK_LINES = st.one_of(
-    _CLEAN, _CLEAN, _CLEAN,
-    st.fixed_dictionaries({}, optional={"s": st.one_of(st.text(max_size=8), _ANY), "d": _ANY, "i": _ANY, "l": _ANY, "b": _ANY,
-                                        "c": st.one_of(_ANY, st.fixed_dictionaries({}, optional={"r": _ANY, "a": _ANY, "f": _ANY})),
-                                        "other": _ANY}).map(lambda d: json.dumps(d, ensure_ascii=False)),
-    st.sampled_from(["", "null", "{x", '{"d": "1.5"}', '{"i": 1.5}', '{"b": 1}', '{"c": 5}', '{"s": "\\u00e9\\n\\"q\\""}', '{"s": 1,}']),
-)
-
-
-def test_duckdb_parse_makes_wrong_kinds_row_errors_naming_the_field(tmp_path, monkeypatch):
-    monkeypatch.setenv(typed_jsonl.PARSER_ENV, "duckdb")
-    p = tmp_path / "k.jsonl"
-    wrong = ['{"lat": "1.5"}', '{"lat": true}', '{"n": 1.5}', '{"n": "3"}', '{"n": 3000000000}', '{"ctx": 5}', '{"ctx": {"attempt": true}}', '{"level": {"a": 1}}']
-    p.write_text("\n".join([_line(0), *wrong, _line(9)]) + "\n")
-    rows, errors = _read(p)
-    assert [(r["n"], r["level"]) for r in rows] == [(0, "INFO"), (None, '{"a":1}'), (9, "INFO")]  # a string takes an object as its JSON text
-    assert errors == [(f"{p}#line={i}", "TypeError") for i in range(2, 9)]
-    assert _read(p, blocks=False) == (rows, errors)
-
-
-def test_duckdb_parses_clean_blocks_itself(tmp_path, monkeypatch):
-    """A clean block is DuckDB's, not the line-by-line read's (which would build the same rows)."""
-    monkeypatch.setenv(typed_jsonl.PARSER_ENV, "duckdb")
-    monkeypatch.setattr(typed_jsonl, "_tables", lambda *a: pytest.fail("read line by line"))
-    p = tmp_path / "ok.jsonl"
-    p.write_text("\n".join(_line(i, level="é") for i in range(5)) + "\n")
-    rows, errors = _read(p)
-    assert errors == [] and [r["lat"] for r in rows] == [0.5, 1.5, 2.5, 3.5, 4.5] and rows[0]["level"] == "é"
-
-
-def test_an_unknown_parser_is_refused_naming_the_variable(tmp_path, monkeypatch):
-    monkeypatch.setenv(typed_jsonl.PARSER_ENV, "simd")
+def test_the_read_takes_no_parser_setting_from_the_environment(tmp_path, monkeypatch):
+    """The Arrow parse is the only one: the setting that once chose another parser in each worker is not read."""
+    monkeypatch.setenv("DATAFLOW_JSONL_PARSER", "simd")
     p = tmp_path / "x.jsonl"
     p.write_text(_line(0) + "\n")
-    with pytest.raises(ValueError, match="DATAFLOW_JSONL_PARSER must be one of duckdb, arrow, got: 'simd'"):
-        _read(p)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(_DUCK_LINES, max_size=25), cut=st.integers(60, 600))
-def test_duckdb_parse_gives_what_the_exact_read_gives(tmp_path, monkeypatch, lines, cut):
-    monkeypatch.setattr(typed_jsonl, "_BLOCK", cut)
-    monkeypatch.setenv(typed_jsonl.PARSER_ENV, "duckdb")
-    p = tmp_path / "q.jsonl"
-    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    rows, errors = _read(p, _DUCK_SCHEMA)
-    exact, exact_errors = _read(p, _DUCK_SCHEMA, blocks=False)
-    assert errors == exact_errors
-    assert json.dumps(rows, sort_keys=True) == json.dumps(exact, sort_keys=True)  # NaN-free; -0.0 and 0.0 told apart
+    with open(p, "rb") as f:
+        (table,) = list(read_typed_jsonl_blocks(str(p), f, {"schema": SCHEMA}))
+    assert isinstance(table, pa.Table) and table.column("n").to_pylist() == [0]

@@ -146,3 +146,15 @@ def test_image_and_text_steps_on_the_same_rows_plan_as_one_ray_stage():
     assert plan.engine == "ray" and plan.engine_reason == "auto: image, text steps run on Ray Data"
     with pytest.raises(PlanError, match="text.filter_length needs column 'caption'.*have: __source__, bytes, height, image, width"):
         validate_plan(build_plan(_spec(("image.decode", {}), ("text.filter_length", {"column": "caption"}))))
+
+
+def test_a_declared_input_column_spelled_like_a_working_column_is_a_plan_error_naming_it():
+    from dataflow.dsl.parse import parse_pipeline
+
+    doc = {"name": "w", "source": {"uri": "/d", "format": "jsonl", "options": {"schema": {"k": "long", "__df_row__": "long", "__df_part": "string"}}},
+           "steps": [{"op": "table.filter_rows", "params": {"where": "k > 0"}}], "sink": {"uri": "/o", "format": "parquet"}}
+    with pytest.raises(PlanError) as info:
+        validate_plan(build_plan(parse_pipeline(doc)))
+    (issue,) = info.value.issues  # __df_part is not the working columns' spelling: the user's
+    assert issue.key == "source.options.schema.__df_row__"
+    assert "column '__df_row__'" in issue.message and "reserved namespace __df_<name>__" in issue.message
