@@ -288,6 +288,9 @@ def _run_child(kind: str, address: str, src: pathlib.Path, out: pathlib.Path, fi
 
 
 def _fmt(values: list[float]) -> str:
+    """Median (min-max), or '-' where no run had the figure (a run of one shard has no later one)."""
+    if not values:
+        return "     -"
     return f"{statistics.median(values):6.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
@@ -387,17 +390,17 @@ def _print(n: int, runs: dict[str, list[dict]], kinds: list[str]) -> None:
             line += f"  overhead {_fmt([100 * (w - base) / w for w in walls])} %"
             firsts = [r["first"] for r in runs[kind]]
             later = [statistics.median(r["later"]) for r in runs[kind] if r["later"]]
-            line += f"  shards {runs[kind][0]['shards']}, first shard {_fmt(firsts)} s, later (median gap) {_fmt(later) if later else '-'} s"
+            line += f"  shards {runs[kind][0]['shards']}, first shard {_fmt(firsts)} s, later (median gap) {_fmt(later)} s"
             # A task may complete two shards at once (a zero gap): the mean gap is a later shard's cost too; the first
             # shard from the run's start also counts what the run did before execution began (imports, listing, warm-up).
             means = [sum(r["later"]) / len(r["later"]) for r in runs[kind] if r["later"]]
-            line += (f"\n{'':12s}later (mean gap) {_fmt(means) if means else '-'} s, first shard from the run's start "
+            line += (f"\n{'':12s}later (mean gap) {_fmt(means)} s, first shard from the run's start "
                      f"{_fmt([r['begin_s'] + r['first'] for r in runs[kind]])} s")
             if runs[kind][0].get("shard_s"):
                 line += (f"\n{'':12s}shard duration (own Dataset): first {_fmt([r['shard_s'][0] for r in runs[kind]])} s, "
                          f"later (median) {_fmt([statistics.median(r['shard_s'][1:]) for r in runs[kind] if len(r['shard_s']) > 1])} s, "
                          f"first/later {_fmt([r['shard_s'][0] / statistics.median(r['shard_s'][1:]) for r in runs[kind] if len(r['shard_s']) > 1])}")
-            line += f"\n{'':12s}driver staging per shard: first {_fmt([1e3 * r['stage_s'][0] for r in runs[kind]])} ms, later {_fmt([1e3 * statistics.median(r['stage_s'][1:]) for r in runs[kind]])} ms"
+            line += f"\n{'':12s}driver staging per shard: first {_fmt([1e3 * r['stage_s'][0] for r in runs[kind]])} ms, later {_fmt([1e3 * statistics.median(r['stage_s'][1:]) for r in runs[kind] if len(r['stage_s']) > 1])} ms"
         print(line, flush=True)
 
 

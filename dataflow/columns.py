@@ -10,7 +10,7 @@ the read, whose column is left out (``working_column_reason``).
 """
 from __future__ import annotations
 
-__all__ = ["SOURCE", "is_reserved", "is_working", "working_column_reason"]
+__all__ = ["SOURCE", "is_working", "working_column_reason"]
 
 SOURCE = "__source__"
 """Lineage and row identity: the input's URI plus the row's position in it (``#line=N``,
@@ -18,11 +18,6 @@ SOURCE = "__source__"
 in the data is replaced); unique per row, so a dedup keeps the row with the smallest one and
 results do not depend on partitioning. Steps that could repeat one keep it unique: a left row
 joined to several right rows gets ``#match=k``, a row of overlapping windows ``#window=S``."""
-
-
-def is_reserved(name: str) -> bool:
-    """True for a name in dataflow's namespace (``__name__``)."""
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def is_working(name: str) -> bool:

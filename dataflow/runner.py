@@ -36,6 +36,8 @@ from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideO
 
 __all__ = ["BudgetExceededError", "UnbalancedCountsError", "commit_shards", "pipeline_hash", "run_pipeline", "take_rows"]
 
+WARM_WAIT_S = 60.0  # the longest the first shards wait for the engine's warm-up (a busy cluster may hold its tasks back)
+
 
 class BudgetExceededError(RunError):
     """More row errors than ``errors.max_error_ratio`` / ``errors.max_errors`` allow."""
@@ -126,7 +128,12 @@ def run_pipeline(
     streamed = not (whole or shard or engine.caps.whole_listing or source.in_memory or fs.exists(progress.state_path)
                     or split_at_global(optimized, checkpoint)[1] is not None)
     cutter = ShardCutter(shard_size(engine.parallelism(), files_per_shard=source.options.get("files_per_shard"), min_files=engine.caps.min_files_per_shard), strip_scheme)
-    shards, waves = feed.first_shards(cutter, streamed=streamed, count=1 if whole else (shard[1] if shard else None), ready=engine.warm())
+    ready = engine.warm()
+    shards, waves = feed.first_shards(cutter, streamed=streamed, count=1 if whole else (shard[1] if shard else None), ready=ready)
+    if ready is not None:
+        # The first shard then runs in warm workers: a run's start-up (its workers' start and imports, the
+        # engine's first execution) is paid once before it, not inside it; shards submitted earlier only queue.
+        ready.wait(WARM_WAIT_S)
     schema = (held_schema(source.uri) if source.in_memory else parquet_schema(shards[0].inputs[0], storage)) if source.format == "parquet" and shards[0].inputs else None
     if schema is not None:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, schema)

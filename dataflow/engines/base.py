@@ -156,8 +156,9 @@ class Engine(ABC):
     def warm(self) -> threading.Event | None:
         """Set once the started engine's workers are warm (imports, first execution); None: nothing to wait for.
 
-        The runner holds the first shards back until it is set only while the listing goes on:
-        the warm-up is paid then, beside the listing, instead of by the first shard.
+        The runner holds the first shards back until it is set (at most ``runner.WARM_WAIT_S``):
+        the warm-up is paid once, beside the listing where it is still going on, instead of by the
+        first shard.
         """
         return None
 

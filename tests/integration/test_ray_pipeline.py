@@ -204,3 +204,26 @@ def test_error_budget_stops_before_the_remaining_shards(ray_local, tmp_path):
         p.write(str(tmp_path / "out")).with_errors(max_errors=1).run(progress=False)
     errored = len(_errors(tmp_path / "out"))  # one per shard that ran; the second crossed the budget, running ones may finish
     assert 2 <= errored < 12 and info.value.report.rows_errored == errored
+
+
+def test_the_first_shard_waits_for_the_engines_warm_up_after_the_listing_ended(ray_local, tmp_path, monkeypatch):
+    """A local listing ends at once; the first shard still starts only once the job's workers are warm (run start-up paid once, not by it)."""
+    import threading
+
+    from dataflow.engines.ray.engine import RayEngine
+
+    write_jsonl(tmp_path / "in" / "a.jsonl", [{"n": i} for i in range(5)])
+    ready, began = threading.Event(), []
+    monkeypatch.setattr(RayEngine, "warm", lambda self: ready)
+    execute = RayEngine.execute
+
+    def execute_shard(self, *args, **kwargs):
+        began.append(ready.is_set())
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(RayEngine, "execute", execute_shard)
+    timer = threading.Timer(0.5, ready.set)  # the warm-up ends after the listing
+    timer.start()
+    report = dataflow.read(str(tmp_path / "in"), format="jsonl").with_engine("ray").write(str(tmp_path / "out")).run(progress=False)
+    timer.join()
+    assert began == [True] and report.rows_out == 5
