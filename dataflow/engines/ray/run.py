@@ -81,10 +81,10 @@ def _without_working(table: pa.Table, errors: list[ErrorRecord]) -> pa.Table:
     working = [c for c in table.column_names if is_working(c)]
     if not working:
         return table
-    reasons = np.full(table.num_rows, None, dtype=object)
+    reasons, held = np.full(table.num_rows, None, dtype=object), np.zeros(table.num_rows, dtype=bool)
     for name in reversed(working):  # a row's reason names the first such column it holds a value in
-        reasons[table.column(name).is_valid().to_numpy(zero_copy_only=False)] = working_column_reason(name)
-    held = np.array([r is not None for r in reasons], dtype=bool)
+        valid = table.column(name).is_valid().to_numpy(zero_copy_only=False)
+        reasons[valid], held = working_column_reason(name), held | valid
     sources = table.column(SOURCE).to_pylist()
     errors += [ErrorRecord(sources[i], "read", "ValueError", reasons[i]) for i in np.flatnonzero(held)]
     return table.filter(pa.array(~held)).drop_columns(working)

@@ -176,13 +176,18 @@ def _reads_lineage(steps: list[Step], write: SparkWrite | None) -> bool:
     """Whether anything reads the rows' ``__source__``: the sink, a step that names it, or a step not known to leave it alone."""
     if write is None or write.sink.lineage:
         return True
-    return any(s.op.name not in _LINEAGE_FREE or SOURCE in param_reads(s.params)[0] or SOURCE in s.op.columns(s.params)[0] for s in steps)
+    return any(_names_lineage(s) for s in steps)
+
+
+def _names_lineage(step: Step) -> bool:
+    """Whether ``step`` reads or names ``__source__``, or is not known to leave it alone."""
+    return step.op.name not in _LINEAGE_FREE or SOURCE in param_reads(step.params)[0] or SOURCE in step.op.columns(step.params)[0]
 
 
 def _first_min_lineage(steps: list[Step]) -> int | None:
     """The index of the first aggregate when it and the steps before it leave ``__source__`` alone but for its minimum."""
     for i, s in enumerate(steps):
-        if s.op.name not in _LINEAGE_FREE or SOURCE in param_reads(s.params)[0] or SOURCE in s.op.columns(s.params)[0]:
+        if _names_lineage(s):
             return None
         if s.op.name == "table.aggregate":
             return None if SOURCE in s.params.aggregations else i

@@ -43,14 +43,15 @@ _PLAIN_PATH = re.compile(r"^/[A-Za-z0-9/._~-]*$")  # as Spark's file URI spells 
 
 
 def _aligned_file(path: str) -> bool:
-    """Whether every line of the file starts with ``{`` and the file is UTF-8: one vectorised pass per chunk.
+    """Whether every line of the file starts with ``{`` and the file is UTF-8: one read, one vectorised pass per chunk.
 
     A line that does not start with "{" (a blank line, an array, text) would be seen otherwise by
-    the JSON reader. A lone CR is no separator for either path (lineSep LF).
+    the JSON reader. A lone CR is no separator for either path (lineSep LF). A chunk with a byte
+    above ASCII goes through an incremental UTF-8 decoder (the exact path flags undecodable lines).
     """
     buf = bytearray(_CHUNK + 1)  # the previous chunk's last byte, then the chunk
     buf[0] = _BRACE  # before the first chunk: no line break
-    ascii_only = True
+    utf8 = codecs.getincrementaldecoder("utf-8")()
     with open(path, "rb", buffering=0) as f:
         n = f.readinto(memoryview(buf)[1:])
         if n and buf[1] != _BRACE:
@@ -60,20 +61,23 @@ def _aligned_file(path: str) -> bool:
             # A line break followed by anything but "{"; one that ends the file has nothing after it.
             if np.any((b[:-1] == _LF) & (b[1:] != _BRACE)):
                 return False
-            ascii_only = ascii_only and int(b.max()) < _ASCII_END
+            if utf8.getstate()[0] or int(b[1:].max()) >= _ASCII_END:  # bytes above ASCII, or a sequence the last chunk began
+                try:
+                    utf8.decode(bytes(buf[1 : n + 1]))
+                except UnicodeDecodeError:
+                    return False
             buf[0] = buf[n]
             n = f.readinto(memoryview(buf)[1:])
-    return ascii_only or _utf8(path)
-
-
-def _utf8(path: str) -> bool:
-    with open(path, "rb") as f:
-        data = f.read()
     try:
-        data.decode("utf-8")
+        utf8.decode(b"", final=True)  # a sequence cut short by the file's end
     except UnicodeDecodeError:
-        return False  # the exact path flags the undecodable lines
+        return False
     return True
+
+
+def _plain(paths: list[str]) -> bool:
+    """Whether every path is spelled in Spark's file URIs as it is (no escaping)."""
+    return all(_PLAIN_PATH.match(p) for p in paths)
 
 
 def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
@@ -113,7 +117,7 @@ def line_key(files: list[str]) -> LineKey | None:
     from connectors.registry import strip_scheme
 
     paths = [strip_scheme(f) for f in files]
-    if not paths or len(paths) > MAX_FILES or not all(_PLAIN_PATH.match(p) for p in paths):
+    if not paths or len(paths) > MAX_FILES or not _plain(paths):
         return None
     return LineKey(tuple(sorted(paths)))
 
@@ -122,7 +126,7 @@ def _path_sql(files: list[str]) -> str:
     """The connectors' URI of the row's file (``input_file_name()``, ``file:///...``): a prefix cut when no name needs URL escaping."""
     from connectors.registry import strip_scheme
 
-    if all(_PLAIN_PATH.match(strip_scheme(f)) for f in files):
+    if _plain([strip_scheme(f) for f in files]):
         return "substring(input_file_name(), 8)"  # 'file://' + the path itself
     from dataflow.engines.spark.read import _our_path_sql
 

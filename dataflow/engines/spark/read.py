@@ -18,7 +18,7 @@ import functools
 import io
 import json
 import operator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark.sql import Column, DataFrame
@@ -270,8 +270,8 @@ def _refuse_working(result: DataFrame | Checked) -> DataFrame | Checked:
             return Checked(frame.df.withColumn(BAD, F.col(BAD) | held), [*cases, *frame.cases], helpers=(*frame.helpers, *working))
         return frame.withColumn(BAD, F.col(BAD) | held)
 
-    errors_from = (lambda: flagged(result.errors_from())) if result.errors_from is not None else None
-    return Checked(df.withColumn(BAD, F.col(BAD) | held), [*cases, *result.cases], helpers=(*result.helpers, *working), errors_from=errors_from)
+    # A new Checked: it flags more rows than the read did, so neither ``counted`` nor ``flag`` carries over; its error frame is flagged alike.
+    return replace(flagged(result), errors_from=(lambda: flagged(result.errors_from())) if result.errors_from is not None else None)
 
 
 def read_source(
