@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -22,6 +23,7 @@ import numpy as np
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from connectors.registry import strip_scheme
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
 from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
@@ -75,6 +77,27 @@ def _aligned_file(path: str) -> bool:
     return True
 
 
+def _folder_of(files: list[str]) -> str | None:
+    """The folder of ``files`` when they are all of its entries: Spark lists one folder faster than it resolves many paths.
+
+    Every entry must be one of the files, so the folder's listing (Spark's, which leaves out names
+    starting with ``_`` or ``.``) cannot add a file or a partition column, nor leave one out.
+    """
+    paths = [strip_scheme(f) for f in files]
+    folder = os.path.dirname(paths[0])
+    if len(paths) < 2 or not _plain(paths) or any(os.path.dirname(p) != folder for p in paths):
+        return None
+    try:
+        with os.scandir(folder) as entries:
+            listed = [(e.name, e.is_file(follow_symlinks=False)) for e in entries]
+    except OSError:
+        return None
+    names = {os.path.basename(p) for p in paths}
+    if any(n.startswith(("_", ".")) or n.endswith("._COPYING_") for n in names):
+        return None
+    return folder if len(listed) == len(names) and all(is_file and name in names for name, is_file in listed) else None
+
+
 def _plain(paths: list[str]) -> bool:
     """Whether every path is spelled in Spark's file URIs as it is (no escaping)."""
     return all(_PLAIN_PATH.match(p) for p in paths)
@@ -91,8 +114,6 @@ def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
 
 def eligible(read: SparkRead, files: list[str]) -> bool:
     """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
-    from connectors.registry import strip_scheme
-
     return may_be_eligible(read, files) and all(_aligned_file(strip_scheme(f)) for f in files)
 
 
@@ -114,8 +135,6 @@ def one_task_per_file(spark) -> Iterator[None]:
 
 def line_key(files: list[str]) -> LineKey | None:
     """A numeric lineage key for ``files`` (``lineage_key``), or None where the strings must be kept: a path that needs escaping, too many files."""
-    from connectors.registry import strip_scheme
-
     paths = [strip_scheme(f) for f in files]
     if not paths or len(paths) > MAX_FILES or not _plain(paths):
         return None
@@ -124,8 +143,6 @@ def line_key(files: list[str]) -> LineKey | None:
 
 def _path_sql(files: list[str]) -> str:
     """The connectors' URI of the row's file (``input_file_name()``, ``file:///...``): a prefix cut when no name needs URL escaping."""
-    from connectors.registry import strip_scheme
-
     if _plain([strip_scheme(f) for f in files]):
         return "substring(input_file_name(), 8)"  # 'file://' + the path itself
     from dataflow.engines.spark.read import _our_path_sql
@@ -160,9 +177,15 @@ def fast_jsonl(
     reads ``__source__``). With ``key`` (``line_key(files)``) ``__source__`` is the line's key,
     not its string. ``count(rows, failed)`` observes the read's rows and bad rows on the scan's own
     rows, before any column is made: there they cost no copy of each row.
+    The scan names the files' folder when they are all of it (``_folder_of``), and the files themselves
+    when Spark's listing of it differs from them.
     """
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
-    raw = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n").json(paths)
+    reader = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n")
+    folder = _folder_of(files)
+    raw = reader.json("file://" + folder) if folder else None
+    if raw is None or set(raw.inputFiles()) != {"file://" + p for p in map(strip_scheme, files)}:  # a file came or went
+        raw = reader.json(paths)
     if count is not None:
         raw = count(raw, F.expr(_failed(fields)))
     names = [sql_name(n) for n in fields]

@@ -281,3 +281,41 @@ def test_a_string_field_holding_any_json_value_is_no_error_and_is_not_read(spark
     df = fast_jsonl(spark_local, [str(path)], ["file://" + str(path)], SCHEMA).select(FAILED)
     scan = df._jdf.queryExecution().executedPlan().toString()
     assert "latency_ms" in scan and "level" not in scan and "_metadata" not in scan
+
+
+def _scanned(df) -> set[str]:
+    return {f.rsplit("/", 1)[1] for f in df.inputFiles()}
+
+
+def test_the_folder_is_scanned_only_when_it_holds_exactly_the_listed_files(spark_local, tmp_path):
+    """Spark lists one folder faster than it resolves many paths; a file the run did not list is never read."""
+    from dataflow.engines.spark.json_fast import _folder_of, fast_jsonl
+
+    data = _write(tmp_path / "in", {name: [_line(i) for i in range(4)] for name in ("a.jsonl", "b.jsonl", "_c.jsonl")})
+    files = sorted(str(p) for p in data.iterdir())
+    assert _folder_of(files) is None  # Spark's folder listing leaves out "_c.jsonl"
+    assert _folder_of(files[1:]) is None  # "_c.jsonl" is in the folder, not in the files
+    (data / "_c.jsonl").unlink()
+    assert _folder_of(files[1:]) == str(data)
+    (data / "sub").mkdir()
+    assert _folder_of(files[1:]) is None
+    (data / "sub").rmdir()
+    df = fast_jsonl(spark_local, files[1:], ["file://" + f for f in files[1:]], SCHEMA)
+    assert _scanned(df) == {"a.jsonl", "b.jsonl"} and df.count() == 8
+
+
+def test_a_file_that_comes_after_the_folder_check_is_not_read(spark_local, tmp_path, monkeypatch):
+    import dataflow.engines.spark.json_fast as json_fast
+
+    data = _write(tmp_path / "in", {name: [_line(i) for i in range(4)] for name in ("a.jsonl", "b.jsonl")})
+    files = sorted(str(p) for p in data.iterdir())
+    real = json_fast._folder_of
+
+    def then_a_file_comes(listed):
+        folder = real(listed)
+        (data / "late.jsonl").write_text(_line(0) + "\n")
+        return folder
+
+    monkeypatch.setattr(json_fast, "_folder_of", then_a_file_comes)
+    df = json_fast.fast_jsonl(spark_local, files, ["file://" + f for f in files], SCHEMA)
+    assert _scanned(df) == {"a.jsonl", "b.jsonl"} and df.count() == 8
