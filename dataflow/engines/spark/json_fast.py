@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
 from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
+from dataflow.lineage import LINE
 from dataflow.ops.table.types import SPARK_TYPES
 
 if TYPE_CHECKING:
@@ -176,5 +177,5 @@ def fast_jsonl(
     if key is not None:
         source = key.row_sql("__df_line__")
     else:
-        source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, CAST(__df_line__ AS STRING))"
+        source = f"concat({_path_sql(files)}, {sql_literal(LINE)}, CAST(__df_line__ AS STRING))"
     return numbered.selectExpr(f"{source} AS {SOURCE}", *names, CORRUPT, FAILED)
