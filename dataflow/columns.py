@@ -17,7 +17,8 @@ SOURCE = "__source__"
 ``#row=N``, ``#key=K``, ``#t=a,b``). Set by the reader, never from user values (a ``__source__``
 in the data is replaced); unique per row, so a dedup keeps the row with the smallest one and
 results do not depend on partitioning. Steps that could repeat one keep it unique: a left row
-joined to several right rows gets ``#match=k``, a row of overlapping windows ``#window=S``."""
+joined to several right rows gets ``#match=k``, a row of overlapping windows ``#window=S``. The
+fragments are declared in ``dataflow.lineage``, with the function that takes them off."""
 
 
 def is_working(name: str) -> bool:

@@ -35,6 +35,7 @@ from typing import Any
 
 from dataflow.columns import SOURCE
 from dataflow.dsl.spec import MEMORY_OPTION
+from dataflow.lineage import ROW
 from dataflow.runtime.held import held, hold, staging_folder
 
 __all__ = ["from_arrow", "from_huggingface", "from_items", "from_pandas", "from_ray", "from_spark", "held", "release", "staging_folder"]
@@ -64,7 +65,7 @@ def from_arrow(table, *, name: str = "arrow"):
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     if SOURCE not in table.column_names:  # a new table sharing the columns' buffers, plus the lineage column
-        table = table.append_column(SOURCE, pa.array([f"memory:{name}#row={i}" for i in range(table.num_rows)], pa.string()))
+        table = table.append_column(SOURCE, pa.array([f"memory:{name}{ROW}{i}" for i in range(table.num_rows)], pa.string()))
     return _pipeline(table, name, engine="ray")
 
 

@@ -15,6 +15,8 @@ import zlib
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
 
+from dataflow.lineage import strip_fragments
+
 __all__ = ["CODECS", "DamagedFile", "codec_of", "decompressed", "inner_name"]
 
 CODECS = ("bz2", "gzip", "xz", "zstd")
@@ -29,7 +31,7 @@ def codec_of(path: str) -> str | None:
     """The codec of a line file from its name (``gzip``, ``bz2``, ``xz``, ``zstd``), or None."""
     from fsspec.utils import infer_compression
 
-    codec = infer_compression(path.split("#", 1)[0])
+    codec = infer_compression(strip_fragments(path))
     return codec if codec in CODECS else None
 
 

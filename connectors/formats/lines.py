@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Iterator
 from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
+from dataflow.lineage import LINE
 
 __all__ = ["jsonl_row", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
 
@@ -39,7 +40,7 @@ def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:
             body = chunk[:-1] if chunk.endswith(b"\n") else chunk
             for raw in body.splitlines() or [b""]:
                 number += 1
-                yield f"{source}#line={number}", raw[3:] if number == 1 and raw.startswith(_BOM) else raw
+                yield f"{source}{LINE}{number}", raw[3:] if number == 1 and raw.startswith(_BOM) else raw
     except DamagedFile as exc:
         yield _damaged(source, exc, number)
 
@@ -105,9 +106,9 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
         except pa.ArrowInvalid:  # not UTF-8: line by line, as read_text
             lines = data.splitlines() if lines is None else lines
             for i, raw in enumerate(lines, start=number + 1):
-                line = _decode(f"{source}#line={i}", raw, "utf-8")
+                line = _decode(f"{source}{LINE}{i}", raw, "utf-8")
                 if isinstance(line, BadRecord) or line.strip() or not skip_empty:
-                    yield line if isinstance(line, BadRecord) else {SOURCE: f"{source}#line={i}", "text": line}
+                    yield line if isinstance(line, BadRecord) else {SOURCE: f"{source}{LINE}{i}", "text": line}
             text = None
         count = len(lines) if text is None else len(text)
         if text is not None and len(text):
@@ -116,7 +117,7 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
                 keep = pc.not_equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0)
                 text, numbers = text.filter(keep), numbers.filter(keep)
             if len(text):
-                yield pa.table({SOURCE: pc.binary_join_element_wise(f"{source}#line=", numbers.cast(pa.string()), ""), "text": text})
+                yield pa.table({SOURCE: pc.binary_join_element_wise(f"{source}{LINE}", numbers.cast(pa.string()), ""), "text": text})
         number += count
         if not chunk:
             return
@@ -221,12 +222,12 @@ def _csv_records(source: str, reader, encoding: str) -> Iterator[dict | BadRecor
         return
     if header is None:
         return
-    bad = _undecodable(f"{source}#line=1", header, encoding)
+    bad = _undecodable(f"{source}{LINE}1", header, encoding)
     if bad is not None:
         yield bad
         header = [h.encode(encoding, "surrogateescape").decode(encoding, "replace") for h in header]
     while True:
-        src = f"{source}#line={reader.line_num + 1}"
+        src = f"{source}{LINE}{reader.line_num + 1}"
         try:
             row = next(reader)
         except StopIteration:

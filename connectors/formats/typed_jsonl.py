@@ -23,6 +23,7 @@ from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
 from connectors.formats.lines import jsonl_row, read_jsonl
 from dataflow.columns import SOURCE
+from dataflow.lineage import LINE
 
 __all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
 
@@ -154,7 +155,7 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
             if table is None:
                 lines = data.splitlines()
                 yield from _tables((rec for i, raw in enumerate(lines, start=number + 1)
-                                    if (rec := jsonl_row(f"{source}#line={i}", raw)) is not None), schema)
+                                    if (rec := jsonl_row(f"{source}{LINE}{i}", raw)) is not None), schema)
                 number += len(lines)
             else:
                 yield _with_lineage(table, source, number)
@@ -192,4 +193,4 @@ def _with_lineage(table: pa.Table, source: str, number: int) -> pa.Table:
     import pyarrow.compute as pc
 
     numbers = pa.array(np.arange(number + 1, number + table.num_rows + 1)).cast(pa.string())
-    return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{source}#line=", numbers, ""))
+    return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{source}{LINE}", numbers, ""))

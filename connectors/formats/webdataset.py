@@ -27,6 +27,7 @@ import numpy as np
 
 from connectors.formats import BadRecord, WrittenFile
 from connectors.formats.encode import json_value
+from dataflow import lineage
 from dataflow.columns import SOURCE
 
 __all__ = ["DEFAULT_BYTES_FROM", "KEY", "WebDatasetFormat", "read_shard", "tar_members"]
@@ -138,7 +139,7 @@ def _column(ext: str) -> str:
 
 
 def _sample(uri: str, key: str, members: list[Member], bytes_from: tuple[str, ...]) -> dict[str, Any] | BadRecord:
-    source = f"{uri}#key={key}"
+    source = f"{uri}{lineage.KEY}{key}"
     row: dict[str, Any] = {SOURCE: source, KEY: key}
     by_ext = {}
     for m in members:
@@ -167,7 +168,7 @@ def read_shard(uri: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict[
     key, members = None, []
     for item in tar_members(f):
         if isinstance(item, BadMember):
-            where = f"{uri}#key={_split_name(item.name)[0]}" if item.name else f"{uri}#offset={item.offset}"
+            where = f"{uri}{lineage.KEY}{_split_name(item.name)[0]}" if item.name else f"{uri}{lineage.OFFSET}{item.offset}"
             yield BadRecord(where, "TarError", item.reason)
             continue
         k, _ = _split_name(item.name)

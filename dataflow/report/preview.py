@@ -15,6 +15,7 @@ import numpy as np
 
 from dataflow.columns import SOURCE
 from dataflow.batch import Columns, from_arrow, from_rows, length, take, to_rows
+from dataflow.lineage import ROW
 
 __all__ = ["Outcome", "PreviewRows", "preview_pipeline", "read_first"]
 
@@ -111,7 +112,7 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
         if source.format == "parquet":
             for group, first, _ in parquet_parts(f, storage):
                 part = to_rows(from_arrow(read_parquet_part(f, group, storage, source.options.get("columns"))))
-                rows += [{SOURCE: f"{f}#row={first + i}", **{k: v for k, v in r.items() if k != SOURCE}} for i, r in enumerate(part[: n - len(rows)])]
+                rows += [{SOURCE: f"{f}{ROW}{first + i}", **{k: v for k, v in r.items() if k != SOURCE}} for i, r in enumerate(part[: n - len(rows)])]
                 if len(rows) >= n:
                     break
         else:

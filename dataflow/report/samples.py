@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from dataflow.columns import SOURCE
+from dataflow.lineage import strip_fragments
 from dataflow.report.media import MAX_IMAGE_BYTES, image_thumbnail, thumbnail_from_bytes
 
 __all__ = ["ErrorGroup", "Sample", "Samples", "collect_samples", "group_errors"]
@@ -77,7 +78,7 @@ def group_errors(records: list[dict[str, Any]]) -> list[ErrorGroup]:
 
 
 def _basename(source: str) -> str:
-    return posixpath.basename(source.split("#", 1)[0]) or source
+    return posixpath.basename(strip_fragments(source)) or source
 
 
 class _Thumbs:
@@ -95,7 +96,7 @@ class _Thumbs:
 
     def of_source(self, source: str) -> tuple[str | None, str]:
         """A thumbnail of a source file, or None and why not."""
-        if self.read_source is None or "#" in source:
+        if self.read_source is None or strip_fragments(source) != source:  # a row of a file, not the file
             return None, ""
         if self._late():
             return None, f"not shown: thumbnails stop after {MEDIA_SECONDS:.0f} s"

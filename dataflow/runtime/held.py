@@ -68,6 +68,7 @@ def first_rows(uri: str, name: str, n: int):
     import pyarrow as pa
 
     from dataflow.columns import SOURCE
+    from dataflow.lineage import ROW
 
     obj = held(uri)
     if isinstance(obj, pa.Table):
@@ -77,7 +78,7 @@ def first_rows(uri: str, name: str, n: int):
     else:  # a Ray Dataset: n rows to this process
         table = pa.Table.from_pylist(obj.take(n))
     if SOURCE not in table.column_names:
-        table = table.append_column(SOURCE, pa.array([f"memory:{name}#row={i}" for i in range(table.num_rows)], pa.string()))
+        table = table.append_column(SOURCE, pa.array([f"memory:{name}{ROW}{i}" for i in range(table.num_rows)], pa.string()))
     return table
 
 

@@ -2,10 +2,11 @@
 
 Shards are contiguous slices of the sorted input files, so the first input of each shard is a
 boundary: a row's input file (its ``__source__`` without the scheme and the fragments readers and
-ops append, such as ``#row=3``, ``#line=7``, ``#key=x``) belongs to the last shard whose boundary is
-not greater than it. ``ShardRoutes.route`` finds it by a vectorised binary search. Only those
-fragments, with the values dataflow writes, are taken off, and never from the boundaries (input
-URIs): a file's own name may end in ``#part=1.jsonl`` (legal on POSIX and S3).
+ops append, such as ``#row=3``, ``#line=7``, ``#key=x``, declared in ``dataflow.lineage``) belongs
+to the last shard whose boundary is not greater than it. ``ShardRoutes.route`` finds it by a
+vectorised binary search. Only those fragments, with the values dataflow writes, are taken off,
+and never from the boundaries (input URIs): a file's own name may end in ``#part=1.jsonl`` (legal
+on POSIX and S3).
 """
 from __future__ import annotations
 
@@ -17,14 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataflow.errors import RunError
+from dataflow.lineage import FRAGMENTS_REGEX
 
 __all__ = ["ShardRoutes", "input_key"]
 
 T = TypeVar("T")
 _SCHEME = r"^[A-Za-z][A-Za-z0-9+.\-]*://"
-# What readers (#line, #row, #row_group, #offset, a WebDataset #key: its basename has no dot) and ops
-# (table.join's #match, table.window_aggregate's #window, audio.segment_vad's #t) append to an input's URI.
-_FRAGMENTS = r"(#(line|row|row_group|offset|match|window)=-?\d+|#key=([^#]*/)?[^#./]*|#t=\d+\.\d+,\d+\.\d+)+$"
 
 
 def input_key(values: Any, fragments: bool = True) -> np.ndarray:
@@ -34,7 +33,7 @@ def input_key(values: Any, fragments: bool = True) -> np.ndarray:
         arr = pc.cast(arr, pa.string())
     arr = pc.replace_substring_regex(arr, _SCHEME, "")
     if fragments:
-        arr = pc.replace_substring_regex(arr, _FRAGMENTS, "")
+        arr = pc.replace_substring_regex(arr, FRAGMENTS_REGEX, "")
     out = arr.to_numpy(zero_copy_only=False) if isinstance(arr, pa.Array) else np.concatenate([c.to_numpy(zero_copy_only=False) for c in arr.chunks] or [np.array([], dtype=object)])
     return out.astype(str)
 

@@ -18,6 +18,7 @@ from dataflow.engines.ray.routed import Routed, ShardPlace
 from dataflow.engines.ray.read import FILES_PER_TASK, FetchFiles, ReadStream, listing_items, record_cache
 from dataflow.engines.ray.session import cluster_cpus, executing
 from dataflow.batch import Columns, from_arrow, length, plain_arrow, take
+from dataflow.lineage import ROW, ROW_GROUP
 from dataflow.runtime.error_sink import ErrorRecord
 from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.routes import ShardRoutes
@@ -54,7 +55,7 @@ class ReadAdapter:
         from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part
 
         parts, errors = [], []
-        names = [f"{u}#row_group={g}" for u, g in zip(batch["uri"], batch["row_group"])]
+        names = [f"{u}{ROW_GROUP}{g}" for u, g in zip(batch["uri"], batch["row_group"])]
         fs = filesystem(str(batch["uri"][0]), self.storage_options, self.cache) if len(names) else None
         before, io_before = cache_counters(fs), io_counters()
         for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
@@ -64,7 +65,7 @@ class ReadAdapter:
             if self.options.get("keep_lineage") and SOURCE in table.column_names:
                 lineage = table.column(SOURCE).cast(pa.string())
             else:
-                lineage = pa.array([f"{uri}#row={int(first) + i}" for i in range(table.num_rows)], pa.string())
+                lineage = pa.array([f"{uri}{ROW}{int(first) + i}" for i in range(table.num_rows)], pa.string())
             if SOURCE in table.column_names:
                 table = table.drop_columns([SOURCE])
             parts.append(_without_working(table.add_column(0, SOURCE, lineage), errors))

@@ -22,6 +22,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from dataflow.columns import SOURCE
+from dataflow.lineage import LINE, ROW
 
 __all__ = ["DataflowSource", "LINES_SCHEMA", "WHOLE_SCHEMA"]
 
@@ -124,7 +125,7 @@ class _Reader(DataSourceReader):
         def columns(chunk: list[dict]) -> pa.RecordBatch:
             out = [pa.array([index] * len(chunk), pa.int32())]
             if split == "line":  # the reader's sources end in "#line=N"
-                out.append(pa.array([int(r[SOURCE].rsplit("#line=", 1)[1]) for r in chunk], pa.int64()))
+                out.append(pa.array([int(r[SOURCE].rsplit(LINE, 1)[1]) for r in chunk], pa.int64()))
             out.append(pa.array([r["text"] for r in chunk], pa.string()))
             return pa.record_batch(out, names=["file", "line", "text"] if split == "line" else ["file", "text"])
 
@@ -146,7 +147,7 @@ class _Reader(DataSourceReader):
         names, storage, cache = self.job["columns"], self.job["storage_options"], self.job.get("cache")
         for group, first, _ in parquet_parts(uri, storage, cache):
             table = read_parquet_part(uri, group, storage, cache=cache)
-            own = pa.array([f"{uri}#row={first + i}" for i in range(table.num_rows)], pa.string())
+            own = pa.array([f"{uri}{ROW}{first + i}" for i in range(table.num_rows)], pa.string())
             if SOURCE in table.column_names and self.job["options"].get("keep_lineage"):
                 own = table.column(SOURCE)
             if SOURCE in table.column_names:  # an earlier pipeline's lineage: replaced unless kept

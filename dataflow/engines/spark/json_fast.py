@@ -27,6 +27,7 @@ from connectors.registry import strip_scheme
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
 from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
+from dataflow.lineage import LINE
 from dataflow.ops.table.types import SPARK_TYPES
 
 if TYPE_CHECKING:
@@ -199,5 +200,5 @@ def fast_jsonl(
     if key is not None:
         source = key.row_sql("__df_line__")
     else:
-        source = f"concat({_path_sql(files)}, {sql_literal('#line=')}, CAST(__df_line__ AS STRING))"
+        source = f"concat({_path_sql(files)}, {sql_literal(LINE)}, CAST(__df_line__ AS STRING))"
     return numbered.selectExpr(f"{source} AS {SOURCE}", *names, CORRUPT, FAILED)

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
+from dataflow.lineage import LINE
 
 __all__ = ["MAX_FILES", "LineKey"]
 
@@ -62,5 +63,5 @@ class LineKey:
         scale = f"array({', '.join(f'{10 ** (_DIGITS - d)}L' for d in range(1, _DIGITS + 1))})"
         low = f"({key} & {(1 << _LINE_BITS) - 1}L)"
         line = f"shiftright({low}, 4) div element_at({scale}, CAST({low} & 15L AS INT))"
-        text = f"concat(element_at({paths}, CAST(shiftright({key}, {_LINE_BITS}) AS INT) + 1), '#line=', CAST({line} AS STRING))"
+        text = f"concat(element_at({paths}, CAST(shiftright({key}, {_LINE_BITS}) AS INT) + 1), {sql_literal(LINE)}, CAST({line} AS STRING))"
         return df.withColumn(SOURCE, F.expr(text))

@@ -34,6 +34,7 @@ from dataflow.engines.spark.json_schema import infer_json_fields, sample_lines
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
+from dataflow.lineage import LINE, ROW
 
 if TYPE_CHECKING:
     from dataflow.engines.spark.lineage_key import LineKey
@@ -142,13 +143,13 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
         exploded = exploded.where("NOT (__pos = __last AND __text = '')")
         line_bytes = "CAST(encode(__text, 'ISO-8859-1') AS STRING)"  # a line of a damaged file, as its bytes
         frames.append(exploded.selectExpr(
-            f"concat(__path, '#line=', CAST(__pos + 1 AS STRING)) AS {SOURCE}",
+            f"concat(__path, {sql_literal(LINE)}, CAST(__pos + 1 AS STRING)) AS {SOURCE}",
             f"CASE WHEN __valid THEN __text ELSE {line_bytes} END AS text",
             f"CASE WHEN __valid THEN FALSE ELSE NOT is_valid_utf8({line_bytes}) END AS {UNDECODABLE}",
         ))
     if packed:
         df = _python_source(spark, packed, "lines", T._parse_datatype_string(LINES_SCHEMA), read, side, storage, cache)
-        source = F.concat(_file_uri(packed, F.col("file")), F.lit("#line="), F.col("line").cast("string"))
+        source = F.concat(_file_uri(packed, F.col("file")), F.lit(LINE), F.col("line").cast("string"))
         df = df.select(source.alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE))
         frames.append(df.where(F.lit(False)) if only_invalid else df)  # this reader sends undecodable lines to the sink itself
     return _union(frames)
@@ -233,7 +234,7 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: C
 def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
     if _native(spark, read):
         df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
-        own = F.concat(_our_path(), F.lit("#row="), F.col("_metadata.row_index").cast("string"))
+        own = F.concat(_our_path(), F.lit(ROW), F.col("_metadata.row_index").cast("string"))
         if read.source.options.get("keep_lineage") and SOURCE in df.columns:
             own = col(SOURCE)
         return df.select(own.alias(SOURCE), *[col(c) for c in df.columns if c != SOURCE])

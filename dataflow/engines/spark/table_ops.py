@@ -20,6 +20,7 @@ from pyspark.sql import types as T
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.engines.spark.compile import SparkStep
+from dataflow.lineage import MATCH, WINDOW
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
 from dataflow.ops.table.json_tuple import HIDDEN, entries, is_json_tuple, json_tuple_args
@@ -211,7 +212,7 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
     out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=time)
     out = out.withColumn("window_end", F.col("window_start") + F.lit(size))
     if slide < size and SOURCE in out.columns:
-        out = out.withColumn(SOURCE, F.concat(col(SOURCE), F.lit("#window="), F.col("window_start").cast("string")))
+        out = out.withColumn(SOURCE, F.concat(col(SOURCE), F.lit(WINDOW), F.col("window_start").cast("string")))
     return out.select(*[col(k) for k in keys], "window_start", "window_end", *[col(n) for n in parsed], *([SOURCE] if SOURCE in out.columns else []))
 
 
@@ -253,5 +254,5 @@ def _unique_identities(out: DataFrame) -> DataFrame:
     left, right = col(SOURCE), col(RIGHT_SOURCE)
     matches = F.count(F.lit(1)).over(Window.partitionBy(left))
     rank = F.row_number().over(Window.partitionBy(left).orderBy(right.asc_nulls_first()))
-    ident = F.when(left.isNull(), right).when(matches > 1, F.concat(left, F.lit("#match="), rank.cast("string"))).otherwise(left)
+    ident = F.when(left.isNull(), right).when(matches > 1, F.concat(left, F.lit(MATCH), rank.cast("string"))).otherwise(left)
     return out.withColumn(SOURCE, ident).drop(RIGHT_SOURCE)

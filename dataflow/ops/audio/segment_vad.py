@@ -8,6 +8,7 @@ import numpy as np
 
 from dataflow.columns import SOURCE
 from dataflow.errors import RowError
+from dataflow.lineage import TIME
 from dataflow.ops.audio.energy import frame_db
 from dataflow.ops.declare import Needs, op
 
@@ -132,6 +133,6 @@ def segment_audio_vad(
             "end": round(float(end), 3),
             "duration": (b - a) / rate,
             "segment": k,
-            SOURCE: f"{source}#t={start:.3f},{end:.3f}",
+            SOURCE: f"{source}{TIME}{start:.3f},{end:.3f}",
         })
     return out

@@ -6,6 +6,7 @@ from typing import Literal
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
+from dataflow.lineage import MATCH
 from dataflow.ops.declare import op
 from dataflow.ops.table.named import bound_table
 from dataflow.ops.table.types import ColumnName, SourceName
@@ -31,7 +32,7 @@ def join_identity(left: str | None, right: str | None, matches: int, rank: int) 
     """
     if left is None:
         return right
-    return f"{left}#match={rank}" if matches > 1 else left
+    return f"{left}{MATCH}{rank}" if matches > 1 else left
 
 
 def _unique_identities(out: pa.Table) -> pa.Table:
@@ -55,7 +56,7 @@ def _unique_identities(out: pa.Table) -> pa.Table:
     rank, count = np.empty_like(pos), np.empty_like(pos)
     o = order.to_numpy()
     rank[o], count[o] = rank_sorted, count_sorted
-    suffixed = pc.binary_join_element_wise(left.cast(pa.string()), "#match=", pa.array(rank).cast(pa.string()), "")
+    suffixed = pc.binary_join_element_wise(left.cast(pa.string()), MATCH, pa.array(rank).cast(pa.string()), "")
     ids = pc.if_else(pc.is_null(left), right.cast(pa.string()), pc.if_else(pa.array(count > 1), suffixed, left.cast(pa.string())))
     return out.set_column(out.column_names.index(SOURCE), SOURCE, ids).drop_columns([RIGHT_SOURCE])
 

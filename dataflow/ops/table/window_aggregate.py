@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataflow.columns import SOURCE
+from dataflow.lineage import WINDOW
 from dataflow.ops.declare import op
 from dataflow.ops.table.grouping import aggregate_table, column
 from dataflow.ops.table.sql import parse_aggregation
@@ -84,6 +85,6 @@ def window_aggregate(
     out = out.add_column(len(keys) + 1, "window_end", pa.compute.add(out.column("window_start"), int(size)))
     if slide_s < int(size) and SOURCE in out.column_names:
         # Overlapping windows may share their smallest row: the window start keeps identities unique.
-        ident = pa.compute.binary_join_element_wise(out.column(SOURCE), out.column("window_start").cast(pa.string()), "#window=")
+        ident = pa.compute.binary_join_element_wise(out.column(SOURCE), out.column("window_start").cast(pa.string()), WINDOW)
         out = out.set_column(out.column_names.index(SOURCE), SOURCE, ident)
     return out

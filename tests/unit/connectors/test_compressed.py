@@ -51,6 +51,12 @@ def test_multi_frame_zstd_reads_every_frame(tmp_path):
     assert _read(path, "jsonl") == [{"__source__": f"{path}#line=1", "a": 1}, {"__source__": f"{path}#line=2", "a": 2}]
 
 
+def test_a_hash_in_a_compressed_files_name_keeps_its_codec(tmp_path):
+    """``logs#part=1.jsonl.gz`` is gzip: a ``#`` of the name is no fragment (only dataflow's own are taken off)."""
+    path = tmp_path / "logs#part=1.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"a": 1}\n'))
+    assert _read(path, "jsonl") == [{"__source__": f"{path}#line=1", "a": 1}]
+
 @pytest.mark.parametrize("ext", sorted(CODECS), ids=sorted(CODECS))
 def test_truncated_file_keeps_the_lines_before_the_damage_and_names_the_file(tmp_path, ext):
     data = b"".join(json.dumps({"n": i, "pad": "x" * (i % 7)}).encode() + b"\n" for i in range(20_000))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import re
 
 import pytest
@@ -88,3 +89,21 @@ def test_source_thumbnails_read_at_most_the_byte_cap(committed_sink, monkeypatch
     monkeypatch.setattr(samples, "MAX_IMAGE_BYTES", 100)
     grid = _page(committed_sink)[_page(committed_sink).index("id='samples'") :]
     assert "not viewable: file above the 100-byte preview limit" in grid
+
+
+def test_sample_captions_take_off_only_dataflow_fragments(committed_sink):
+    """A file named ``tiny#part=1.jpg`` keeps its name and its thumbnail; a sample's ``#key=`` is taken off its shard's name."""
+    manifest = json.loads((committed_sink / "_manifest.json").read_text())
+    inputs = manifest["shards"][0]["inputs"]
+    tiny = pathlib.Path(next(i for i in inputs if "/tiny_" in i))
+    renamed = tiny.rename(tiny.with_name("tiny#part=1.jpg"))
+    manifest["shards"][0]["inputs"] = sorted(str(renamed) if i == str(tiny) else i for i in inputs)
+    (committed_sink / "_manifest.json").write_text(json.dumps(manifest))
+    errors = committed_sink / "_errors" / "r1-0.jsonl"
+    record = {**json.loads(errors.read_text()), "source": f"{tiny.parent}/shard#part=1.tar#key=dir.d/s01"}
+    errors.write_text(errors.read_text() + json.dumps(record) + "\n")
+    page = _page(committed_sink)
+    grid = page[page.index("id='samples'") :]
+    assert "tiny#part=1.jpg: dropped by image.filter_size" in grid
+    assert "shard#part=1.tar: image.decode: undecodable image" in grid
+    assert grid.count("<img src='data:image/jpeg;base64,") == 5  # the renamed file's thumbnail too
