@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import os
-import re
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
@@ -27,6 +25,8 @@ from connectors.registry import strip_scheme
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
 from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
+from dataflow.engines.spark import scan
+from dataflow.engines.spark.scan import plain
 from dataflow.lineage import LINE
 from dataflow.ops.table.types import SPARK_TYPES
 
@@ -42,7 +42,6 @@ _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no tw
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
 _CHUNK = 1 << 18  # bytes per vectorised pass of the alignment check: a core's cache holds them
 _LF, _BRACE, _ASCII_END = 0x0A, 0x7B, 0x80
-_PLAIN_PATH = re.compile(r"^/[A-Za-z0-9/._~-]*$")  # as Spark's file URI spells it: no escaping needed
 
 
 def _aligned_file(path: str) -> bool:
@@ -78,32 +77,6 @@ def _aligned_file(path: str) -> bool:
     return True
 
 
-def _folder_of(files: list[str]) -> str | None:
-    """The folder of ``files`` when they are all of its entries: Spark lists one folder faster than it resolves many paths.
-
-    Every entry must be one of the files, so the folder's listing (Spark's, which leaves out names
-    starting with ``_`` or ``.``) cannot add a file or a partition column, nor leave one out.
-    """
-    paths = [strip_scheme(f) for f in files]
-    folder = os.path.dirname(paths[0])
-    if len(paths) < 2 or not _plain(paths) or any(os.path.dirname(p) != folder for p in paths):
-        return None
-    try:
-        with os.scandir(folder) as entries:
-            listed = [(e.name, e.is_file(follow_symlinks=False)) for e in entries]
-    except OSError:
-        return None
-    names = {os.path.basename(p) for p in paths}
-    if any(n.startswith(("_", ".")) or n.endswith("._COPYING_") for n in names):
-        return None
-    return folder if len(listed) == len(names) and all(is_file and name in names for name, is_file in listed) else None
-
-
-def _plain(paths: list[str]) -> bool:
-    """Whether every path is spelled in Spark's file URIs as it is (no escaping)."""
-    return all(_PLAIN_PATH.match(p) for p in paths)
-
-
 def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
     """``eligible``'s conditions on the read and the files' names alone: local, plain (not compressed) UTF-8 JSON lines."""
     from connectors.registry import compression_of
@@ -137,14 +110,14 @@ def one_task_per_file(spark) -> Iterator[None]:
 def line_key(files: list[str]) -> LineKey | None:
     """A numeric lineage key for ``files`` (``lineage_key``), or None where the strings must be kept: a path that needs escaping, too many files."""
     paths = [strip_scheme(f) for f in files]
-    if not paths or len(paths) > MAX_FILES or not _plain(paths):
+    if not paths or len(paths) > MAX_FILES or not plain(paths):
         return None
     return LineKey(tuple(sorted(paths)))
 
 
 def _path_sql(files: list[str]) -> str:
     """The connectors' URI of the row's file (``input_file_name()``, ``file:///...``): a prefix cut when no name needs URL escaping."""
-    if _plain([strip_scheme(f) for f in files]):
+    if plain([strip_scheme(f) for f in files]):
         return "substring(input_file_name(), 8)"  # 'file://' + the path itself
     from dataflow.engines.spark.read import _our_path_sql
 
@@ -178,15 +151,11 @@ def fast_jsonl(
     reads ``__source__``). With ``key`` (``line_key(files)``) ``__source__`` is the line's key,
     not its string. ``count(rows, failed)`` observes the read's rows and bad rows on the scan's own
     rows, before any column is made: there they cost no copy of each row.
-    The scan names the files' folder when they are all of it (``_folder_of``), and the files themselves
-    when Spark's listing of it differs from them.
+    The scan names the files' folder where it can (``scan.load``).
     """
     ddl = ", ".join([*(f"{sql_name(n)} {SPARK_TYPES.get(t, t)}" for n, t in fields.items()), f"{CORRUPT} STRING"])
-    reader = spark.read.schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n")
-    folder = _folder_of(files)
-    raw = reader.json("file://" + folder) if folder else None
-    if raw is None or set(raw.inputFiles()) != {"file://" + p for p in map(strip_scheme, files)}:  # a file came or went
-        raw = reader.json(paths)
+    reader = spark.read.format("json").schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT).option("lineSep", "\n")
+    raw = scan.load(reader, files, paths)
     if count is not None:
         raw = count(raw, F.expr(_failed(fields)))
     names = [sql_name(n) for n in fields]

@@ -32,6 +32,7 @@ from dataflow.engines.spark.compile import SparkRead, SparkStep
 from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
 from dataflow.engines.spark.json_schema import infer_json_fields, sample_lines
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
+from dataflow.engines.spark import scan
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
 from dataflow.lineage import LINE, ROW
@@ -124,7 +125,7 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
     frames = []
     if plain:
-        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in plain])
+        raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])
         valid = "is_valid_utf8(CAST(content AS STRING))"  # the bytes as they are, not yet checked
         if only_invalid:
             raw = raw.where(f"NOT {valid}")
@@ -159,7 +160,7 @@ def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
     frames = []
     if plain:
-        raw = spark.read.format("binaryFile").load([_hadoop_path(f, True) for f in plain])
+        raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])
         text = F.col("content").cast("string")
         frames.append(raw.select(_our_path().alias(SOURCE), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE)))
     if packed:
