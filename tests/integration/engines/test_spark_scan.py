@@ -64,12 +64,14 @@ def test_a_file_that_comes_after_the_folder_check_is_not_read(spark_local, tmp_p
 
 
 def test_text_lines_read_through_the_folder_keep_their_lineage(spark_local, tmp_path, monkeypatch):
+    from pyspark.sql import DataFrameReader
+
     import dataflow.engines.spark.scan as scan
 
     data = _write(tmp_path / "in", {"a.txt": ["one", "", "three"], "b.txt": ["x"]})
     seen = []
-    real = scan.load
-    monkeypatch.setattr(scan, "load", lambda reader, files, paths: seen.append(scan.folder_of(files)) or real(reader, files, paths))
+    real = DataFrameReader.load
+    monkeypatch.setattr(DataFrameReader, "load", lambda self, path=None, *a, **kw: seen.append(path) or real(self, path, *a, **kw))
 
     def run(name: str) -> list[dict]:
         doc = {"name": "lines", "engine": "spark", "source": {"uri": str(data), "format": "text", "options": {"split": "line"}},
@@ -79,5 +81,6 @@ def test_text_lines_read_through_the_folder_keep_their_lineage(spark_local, tmp_
 
     through_folder = run("folder")
     monkeypatch.setattr(scan, "folder_of", lambda files: None)
-    assert seen == [str(data)] and run("paths") == through_folder
+    assert seen == [f"file://{data}"]  # the folder, not the paths
+    assert run("paths") == through_folder
     assert through_folder == [(f"{data}/a.txt#line=1", "one"), (f"{data}/a.txt#line=3", "three"), (f"{data}/b.txt#line=1", "x")]
