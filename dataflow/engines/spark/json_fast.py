@@ -26,7 +26,6 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
 from dataflow.engines.spark.lineage_key import MAX_FILES, LineKey
 from dataflow.engines.spark import scan
-from dataflow.engines.spark.scan import plain
 from dataflow.lineage import LINE
 from dataflow.ops.table.types import SPARK_TYPES
 
@@ -110,14 +109,14 @@ def one_task_per_file(spark) -> Iterator[None]:
 def line_key(files: list[str]) -> LineKey | None:
     """A numeric lineage key for ``files`` (``lineage_key``), or None where the strings must be kept: a path that needs escaping, too many files."""
     paths = [strip_scheme(f) for f in files]
-    if not paths or len(paths) > MAX_FILES or not plain(paths):
+    if not paths or len(paths) > MAX_FILES or not scan.plain(paths):
         return None
     return LineKey(tuple(sorted(paths)))
 
 
 def _path_sql(files: list[str]) -> str:
     """The connectors' URI of the row's file (``input_file_name()``, ``file:///...``): a prefix cut when no name needs URL escaping."""
-    if plain([strip_scheme(f) for f in files]):
+    if scan.plain([strip_scheme(f) for f in files]):
         return "substring(input_file_name(), 8)"  # 'file://' + the path itself
     from dataflow.engines.spark.read import _our_path_sql
 

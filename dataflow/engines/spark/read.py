@@ -234,7 +234,7 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: C
 
 def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
     if _native(spark, read):
-        df = spark.read.parquet(*[_hadoop_path(f, True) for f in files])
+        df = scan.load(spark.read.format("parquet"), files, [_hadoop_path(f, True) for f in files])
         own = F.concat(_our_path(), F.lit(ROW), F.col("_metadata.row_index").cast("string"))
         if read.source.options.get("keep_lineage") and SOURCE in df.columns:
             own = col(SOURCE)
