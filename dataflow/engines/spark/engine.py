@@ -65,12 +65,12 @@ class SparkEngine(Engine):
         from dataflow.engines.spark.json_fast import one_task_per_file
         from dataflow.engines.spark.progress import spark_progress
         from dataflow.engines.spark.run import build_frames, write_outputs
-        from dataflow.engines.spark.session import ensure_spark
+        from dataflow.engines.spark.session import WRITE_CONFS, ensure_spark, session_confs
 
         spark = ensure_spark(options.spark_master)
         with spark_progress(spark, enabled=options.progress):
             frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, cache=ctx.cache, fast_json=True)
-            with one_task_per_file(spark) if frames.one_task_per_file else contextlib.nullcontext():
+            with session_confs(spark, WRITE_CONFS), one_task_per_file(spark) if frames.one_task_per_file else contextlib.nullcontext():
                 return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
 
     def take(self, job: SparkJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from pyspark.sql import Column, DataFrame
@@ -90,20 +90,11 @@ def eligible(read: SparkRead, files: list[str]) -> bool:
     return may_be_eligible(read, files) and all(_aligned_file(strip_scheme(f)) for f in files)
 
 
-@contextlib.contextmanager
-def one_task_per_file(spark) -> Iterator[None]:
+def one_task_per_file(spark) -> contextlib.AbstractContextManager:
     """Plan file scans as one task per whole file while dataflow's actions run; the session's settings are restored afterwards."""
-    before = {k: spark.conf.get(k, None) for k in _TASK_CONFS}
-    for k, v in _TASK_CONFS.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+    from dataflow.engines.spark.session import session_confs
+
+    return session_confs(spark, _TASK_CONFS)
 
 
 def line_key(files: list[str]) -> LineKey | None:

@@ -1,13 +1,14 @@
 """Start or join a Spark session: an active one, the given master, or a local ``local[*]`` on 127.0.0.1."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
 import time
 import warnings
 
-__all__ = ["LOCAL_CONF", "ensure_spark", "startup_seconds"]
+__all__ = ["LOCAL_CONF", "WRITE_CONFS", "ensure_spark", "session_confs", "startup_seconds"]
 
 #: Settings of the session dataflow starts itself (no master given).
 LOCAL_CONF = {
@@ -26,6 +27,9 @@ LOCAL_CONF = {
     # local JVM that job only adds ~0.2 s per read to a listing the driver does at once.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
+#: Settings of dataflow's writes in any session: timestamps as Parquet's TIMESTAMP(MICROS) (what Arrow and Ray
+#: write, read back as the same type), not Spark's legacy INT96 (read elsewhere as a timestamp[ns] without its zone).
+WRITE_CONFS = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
 _STARTUP: dict[str, float] = {}
 _log = logging.getLogger(__name__)
 
@@ -78,3 +82,19 @@ def ensure_spark(master: str | None = None):
     spark.sparkContext.setLogLevel("ERROR")
     _log.info("started Spark %s (%s) in %.1f s", spark.version, spark.sparkContext.master, _STARTUP["seconds"])
     return spark
+
+
+@contextlib.contextmanager
+def session_confs(spark, confs: dict[str, str]):
+    """Set ``confs`` on the session while dataflow's actions run; its own settings are restored afterwards."""
+    before = {k: spark.conf.get(k, None) for k in confs}
+    for k, v in confs.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

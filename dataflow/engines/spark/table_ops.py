@@ -27,6 +27,7 @@ from dataflow.ops.table.json_tuple import HIDDEN, entries, is_json_tuple, json_t
 from dataflow.ops.table.parse_regex import group_names, java_pattern, named_patterns
 from dataflow.ops.table.sql import ORDERED_WINDOW, columns_of, parse, parse_aggregation, parse_window, spark_sql
 from dataflow.ops.table.types import SPARK_TYPES
+from dataflow.ops.table.window_aggregate import TIME_SECONDS
 from dataflow.ops.table.window_columns import window_spec
 
 __all__ = ["BAD", "Checked"]
@@ -198,8 +199,17 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
     p = step.params
     keys, time, size = list(p.keys or []), p.time_column, int(p.size)
     slide = int(p.slide or size)
-    t = col(time)
+    t, x = col(time), time
     df = df.where(t.isNotNull())
+    kind = df.schema[time].dataType if time in df.columns else None
+    if isinstance(kind, (T.TimestampType, T.TimestampNTZType, T.DateType)):  # its UTC unix seconds: the windows' and slope(y)'s x (as on Ray)
+        if isinstance(kind, T.DateType):
+            seconds = (F.datediff(t, F.lit("1970-01-01").cast("date")) * 86400).cast("double")
+        else:  # a local timestamp (NTZ) is read as UTC, as Arrow's timestamp without a zone on Ray
+            seconds = F.unix_micros(F.from_utc_timestamp(t.cast("timestamp"), F.current_timezone()) if isinstance(kind, T.TimestampNTZType) else t) / 1e6
+        df, t, x = df.withColumn(TIME_SECONDS, seconds), F.col(TIME_SECONDS), TIME_SECONDS
+    elif kind is not None and not isinstance(kind, T.NumericType):
+        raise TypeError(f"table.window_aggregate: time_column '{time}' is of type {kind.simpleString()}; it takes unix seconds (a number), a timestamp or a date")
     last = F.floor(t.cast("double") / F.lit(float(slide))) * F.lit(slide)
     if slide == size:
         df = df.withColumn("window_start", last.cast("bigint"))
@@ -209,7 +219,7 @@ def _window_aggregate(df: DataFrame, step: SparkStep, named) -> DataFrame:
         starts = F.sequence(first, last.cast("bigint"), F.lit(slide).cast("bigint"))
         df = df.withColumn("window_start", F.explode(starts)).where(F.col("window_start") + F.lit(size) > t)
     parsed = {n: parse_aggregation(text, implicit_x=True) for n, text in p.aggregations.items()}
-    out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=time)
+    out = _grouped(df, [*keys, "window_start"], parsed, _vars(step), default_x=x)
     out = out.withColumn("window_end", F.col("window_start") + F.lit(size))
     if slide < size and SOURCE in out.columns:
         out = out.withColumn(SOURCE, F.concat(col(SOURCE), F.lit(WINDOW), F.col("window_start").cast("string")))
