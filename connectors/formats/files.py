@@ -9,12 +9,13 @@ import re
 from connectors.formats import WrittenFile
 from connectors.formats.encode import json_value
 from dataflow.columns import SOURCE
+from dataflow.lineage import strip_fragments
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def _stem(source: str) -> str:
-    name = posixpath.basename(source.split("#", 1)[0]) or "row"
+    name = posixpath.basename(strip_fragments(source)) or "row"
     stem = name.rsplit(".", 1)[0] if "." in name else name
     return _SAFE.sub("_", stem).strip("._")[:80] or "row"
 

@@ -5,7 +5,7 @@ consecutive members with the same key into one row. A damaged member (a bad head
 data cut short) becomes a row error and the reader resynchronises on the next valid header, so
 the rest of the shard is still read.
 
-Row layout of the source: ``__source__`` (``<shard uri>#key=<key>``), ``__key__`` (the sample key, as
+Row layout of the source: ``__source__`` (``<shard uri>#key=<key>``, ``#`` and ``%`` in the key percent-encoded), ``__key__`` (the sample key, as
 WebDataset names it), ``bytes`` (the first
 member whose extension is in ``bytes_from``), ``format`` (that extension), and one bytes column
 per other member, named after its extension (``json``, ``txt``, ``cls``; dots and dashes become
@@ -139,7 +139,7 @@ def _column(ext: str) -> str:
 
 
 def _sample(uri: str, key: str, members: list[Member], bytes_from: tuple[str, ...]) -> dict[str, Any] | BadRecord:
-    source = f"{uri}{lineage.KEY}{key}"
+    source = uri + lineage.key_fragment(key)
     row: dict[str, Any] = {SOURCE: source, KEY: key}
     by_ext = {}
     for m in members:
@@ -168,7 +168,7 @@ def read_shard(uri: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict[
     key, members = None, []
     for item in tar_members(f):
         if isinstance(item, BadMember):
-            where = f"{uri}{lineage.KEY}{_split_name(item.name)[0]}" if item.name else f"{uri}{lineage.OFFSET}{item.offset}"
+            where = uri + lineage.key_fragment(_split_name(item.name)[0]) if item.name else f"{uri}{lineage.OFFSET}{item.offset}"
             yield BadRecord(where, "TarError", item.reason)
             continue
         k, _ = _split_name(item.name)
@@ -190,7 +190,7 @@ def _sample_key(cols, i: int) -> str:
     if KEY in cols and cols[KEY][i] is not None:
         return _safe_key(str(cols[KEY][i]))
     source = str(cols[SOURCE][i]) if SOURCE in cols else str(i)
-    stem = posixpath.basename(source.split("#", 1)[0]).split(".", 1)[0]
+    stem = posixpath.basename(lineage.strip_fragments(source)).split(".", 1)[0]
     return f"{_safe_key(stem)}-{hashlib.sha1(source.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 

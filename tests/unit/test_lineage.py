@@ -5,6 +5,7 @@ import io
 import re
 import tarfile
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -55,14 +56,17 @@ def test_line_readers_fragments_are_stripped(tmp_path, name):
 def test_webdataset_key_and_offset_fragments_are_stripped(tmp_path, name):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
-        for member, data in [("a.jpg", b"J"), ("dir.d/s01.seg.jpg", b"S"), ("b.jpg", b"B")]:
+        for member, data in [("a.jpg", b"J"), ("dir.d/s01.seg.jpg", b"S"), ("c#d.jpg", b"C"), ("e#line=5%23.jpg", b"E"), ("b.jpg", b"B")]:
             info = tarfile.TarInfo(member)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    cut = [m.offset for m in tarfile.open(fileobj=io.BytesIO(buf.getvalue()))][2] + 100  # inside the last member's header
+    cut = [m.offset for m in tarfile.open(fileobj=io.BytesIO(buf.getvalue()))][4] + 100  # inside the last member's header
     path = str(tmp_path / f"{name}.tar")
-    sources = _sources(list(read_shard(path, io.BytesIO(buf.getvalue()[:cut]), {})))
-    assert _written(path, sources) == {KEY, OFFSET}
+    records = list(read_shard(path, io.BytesIO(buf.getvalue()[:cut]), {}))
+    assert _written(path, _sources(records)) == {KEY, OFFSET}
+    # A key's own "#" is percent-encoded in its fragment (the key column keeps it as named).
+    keys = {r["__key__"]: r["__source__"][len(path):] for r in records if not isinstance(r, BadRecord)}
+    assert keys["c#d"] == "#key=c%23d" and keys["e#line=5%23"] == "#key=e%23line=5%2523"
 
 
 def test_parquet_row_fragments_are_stripped(tmp_path):
@@ -98,3 +102,17 @@ def test_a_hash_of_the_file_name_or_an_unknown_fragment_stays():
     assert strip_fragments("memory:arrow#row=4") == "memory:arrow"
     for kept in ("/d/logs#part=1.jsonl", "/d/a#line=x", "/d/t#t=1,2", "/d/p#page=2"):
         assert strip_fragments(kept) == kept
+
+
+def test_written_names_keep_a_files_own_hash_part(tmp_path):
+    """The files and WebDataset sinks name a row after its source file, fragments off and the file's own ``#`` kept (made safe)."""
+    from connectors.formats.files import FilesFormat
+    from connectors.formats.webdataset import WebDatasetFormat
+    from connectors.registry import filesystem
+
+    cols = {"__source__": np.array(["in/logs#part=1.png#row=3"], dtype=object), "bytes": np.array([b"P"], dtype=object)}
+    [image, _] = FilesFormat.write(filesystem(str(tmp_path)), str(tmp_path / "files"), cols, {"extension": "png"})
+    assert image.path.rsplit("/", 1)[1].startswith("logs_part_1-")
+    [shard, *_] = WebDatasetFormat.write(filesystem(str(tmp_path)), str(tmp_path / "shard.tar"), {**cols, "format": np.array(["png"], dtype=object)}, {})
+    members = tarfile.open(shard.path).getnames()  # the image and its metadata (.json)
+    assert any(m.endswith(".png") for m in members) and all(m.startswith("logs_part_1-") for m in members), members
