@@ -2,7 +2,7 @@
 
 The exact path (``read._jsonl``) reads each file as bytes, splits it into numbered lines and
 parses every line with ``from_json``. When every line of every file starts with ``{`` (no blank
-lines, valid UTF-8: ``eligible``, one pass on the driver) the JSON reader sees exactly
+lines, valid UTF-8: ``eligible``, ``connectors.formats.aligned``, one pass on the driver) the JSON reader sees exactly
 those lines, one row each, in order; parsed with the same schema and corrupt-record column, in
 PERMISSIVE mode, they give the same rows and the same bad rows. A row's line number is its
 position in its file's one task: ``monotonically_increasing_id`` (partition index << 33 | row
@@ -17,10 +17,10 @@ import codecs
 import contextlib
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from connectors.formats.aligned import object_lines
 from connectors.registry import strip_scheme
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
@@ -39,41 +39,6 @@ FAILED = "__df_json_failed__"
 _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
-_CHUNK = 1 << 18  # bytes per vectorised pass of the alignment check: a core's cache holds them
-_LF, _BRACE, _ASCII_END = 0x0A, 0x7B, 0x80
-
-
-def _aligned_file(path: str) -> bool:
-    """Whether every line of the file starts with ``{`` and the file is UTF-8: one read, one vectorised pass per chunk.
-
-    A line that does not start with "{" (a blank line, an array, text) would be seen otherwise by
-    the JSON reader. A lone CR is no separator for either path (lineSep LF). A chunk with a byte
-    above ASCII goes through an incremental UTF-8 decoder (the exact path flags undecodable lines).
-    """
-    buf = bytearray(_CHUNK + 1)  # the previous chunk's last byte, then the chunk
-    buf[0] = _BRACE  # before the first chunk: no line break
-    utf8 = codecs.getincrementaldecoder("utf-8")()
-    with open(path, "rb", buffering=0) as f:
-        n = f.readinto(memoryview(buf)[1:])
-        if n and buf[1] != _BRACE:
-            return False
-        while n:
-            b = np.frombuffer(buf, np.uint8, count=n + 1)
-            # A line break followed by anything but "{"; one that ends the file has nothing after it.
-            if np.any((b[:-1] == _LF) & (b[1:] != _BRACE)):
-                return False
-            if utf8.getstate()[0] or int(b[1:].max()) >= _ASCII_END:  # bytes above ASCII, or a sequence the last chunk began
-                try:
-                    utf8.decode(bytes(buf[1 : n + 1]))
-                except UnicodeDecodeError:
-                    return False
-            buf[0] = buf[n]
-            n = f.readinto(memoryview(buf)[1:])
-    try:
-        utf8.decode(b"", final=True)  # a sequence cut short by the file's end
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
@@ -87,7 +52,7 @@ def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
 
 def eligible(read: SparkRead, files: list[str]) -> bool:
     """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
-    return may_be_eligible(read, files) and all(_aligned_file(strip_scheme(f)) for f in files)
+    return may_be_eligible(read, files) and all(object_lines(strip_scheme(f)) is not None for f in files)
 
 
 def one_task_per_file(spark) -> contextlib.AbstractContextManager:

@@ -214,28 +214,6 @@ def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(tmp_path,
     assert not eligible(read, [str(tmp_path / "z.jsonl.gz")])
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 1 << 18])
-def test_the_alignment_check_reads_across_its_chunks(tmp_path, monkeypatch, chunk):
-    """Each line break is checked against the byte after it, also where a chunk of the file ends."""
-    import re
-
-    import dataflow.engines.spark.json_fast as json_fast
-
-    monkeypatch.setattr(json_fast, "_CHUNK", chunk)
-    bodies = [b"", b"{", b"{}\n", b"{}\n{}", b"{}\n{}\n", b"{}\n\n", b"{}\n \n", b"{}\n{}\n[]", b"[]\n{}", b" {}",
-              b"{\"a\": \"\xc3\xa9\"}\n{}\n", b"{\"a\": \"\xff\"}\n", b"{}\r\n{}\r\n", b"{}\n{}\n{}\n{}\nx"]
-    for i, body in enumerate(bodies):
-        path = tmp_path / f"{i}.jsonl"
-        path.write_bytes(body)
-        try:
-            body.decode("utf-8")
-            utf8 = True
-        except UnicodeDecodeError:
-            utf8 = False
-        expected = not body or (body[:1] == b"{" and re.search(rb"\n(?!\{|\Z)", body) is None and utf8)
-        assert json_fast._aligned_file(str(path)) is expected, body
-
-
 def test_a_split_file_fails_instead_of_misnumbering(spark_local, tmp_path):
     from dataflow.engines.spark.json_fast import fast_jsonl, one_task_per_file
 

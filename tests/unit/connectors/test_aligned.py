@@ -1,0 +1,50 @@
+"""connectors.formats.aligned: a JSON-lines file's line count when every line starts with ``{`` and it is UTF-8, across the check's chunks."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import connectors.formats.aligned as aligned
+
+BODIES = [b"", b"{", b"{}\n", b"{}\n{}", b"{}\n{}\n", b"{}\n\n", b"{}\n \n", b"{}\n{}\n[]", b"[]\n{}", b" {}", b"\n",
+          b"{\"a\": \"\xc3\xa9\"}\n{}\n", b"{\"a\": \"\xff\"}\n", b"{\"a\": \"\xc3\"}", b"{}\r\n{}\r\n", b"{}\n{}\n{}\n{}\nx", b"{\"a\": 1}\r{}\n"]
+
+
+def _expected(body: bytes, cr: bool) -> int | None:
+    """By the definition: every line (split at LF; a last LF ends the last line) starts with "{", UTF-8, and no CR unless allowed."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not body:
+        return 0
+    lines = body[:-1].split(b"\n") if body.endswith(b"\n") else body.split(b"\n")
+    if any(not line.startswith(b"{") for line in lines) or (not cr and b"\r" in body):
+        return None
+    return len(lines)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 8, 1 << 18])
+def test_lines_are_counted_and_checked_across_chunks(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(aligned, "_CHUNK", chunk)
+    for i, body in enumerate(BODIES):
+        path = tmp_path / f"{i}.jsonl"
+        path.write_bytes(body)
+        for cr in (True, False):
+            assert aligned.object_lines(str(path), cr=cr) == _expected(body, cr), (body, cr)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"{}", b'{"a": "\xc3\xa9"}', b"", b" ", b"[]", b"{\r}", b"\xff", b"{x", b"\xc3"]), max_size=8),
+       st.booleans(), st.sampled_from([1, 3, 7, 64]))
+def test_any_body_matches_the_definition(tmp_path_factory, parts, trailing, chunk):
+    body = b"\n".join(parts) + (b"\n" if trailing and parts else b"")
+    path = tmp_path_factory.mktemp("aligned") / "f.jsonl"
+    path.write_bytes(body)
+    old, aligned._CHUNK = aligned._CHUNK, chunk
+    try:
+        assert aligned.object_lines(str(path)) == _expected(body, True)
+        assert aligned.object_lines(str(path), cr=False) == _expected(body, False)
+    finally:
+        aligned._CHUNK = old
