@@ -8,12 +8,14 @@ another kind than declared, a CR) is read line by line like ``read_jsonl``: ever
 row error with its ``path#line=N`` and reason, and the good lines of the block are kept. Compressed
 files and other encodings are read line by line throughout. The values are Spark's: integers take
 JSON integers in range only, doubles any JSON number, strings any value (non-strings as their
-compact JSON text), structs objects, arrays arrays; fields not declared are left out. A value of
-another kind makes the row a ``TypeError`` row error.
+compact JSON text, objects and arrays as DuckDB writes them, so a file reads the same here and in
+``runtime.jsonl_scan``), structs objects, arrays arrays; fields not declared are left out. A value
+of another kind makes the row a ``TypeError`` row error.
 """
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any, BinaryIO, Iterator
 
 import numpy as np
@@ -32,6 +34,7 @@ _BLOCK = 8 << 20  # bytes read and checked at once
 _PARSE_BLOCK = 1 << 20  # bytes Arrow parses at once: as fast as 8 MiB at once (measured), with smaller buffers
 _ROWS = 4096  # rows of a table built line by line
 _INTS = {pa.int32(): (-(2**31), 2**31 - 1), pa.int64(): (-(2**63), 2**63 - 1)}
+_local = threading.local()  # a DuckDB connection per thread (``_rendered``)
 
 
 def _arrow_type(ddl) -> pa.DataType:
@@ -101,7 +104,56 @@ def _convert(value: Any, kind: pa.DataType, name: str) -> Any:
         if not isinstance(value, list):
             raise _NotA(name, kind)
         return [_convert(v, kind.value_type, f"{name}[]") for v in value]
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    if isinstance(value, str):
+        return value
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _Container(text) if isinstance(value, (dict, list)) else text
+
+
+class _Container(str):
+    """An object or array read into a string field, as Python's compact JSON until ``_rendered`` gives it DuckDB's text."""
+
+    made = 0  # how many were ever made in this process: a chunk of rows without one is not walked
+
+    def __new__(cls, text: str):
+        cls.made += 1
+        return super().__new__(cls, text)
+
+
+def _walk(value: Any, kind: pa.DataType, fn) -> Any:
+    """``value`` of ``kind`` with each ``_Container`` in it replaced by ``fn`` of it."""
+    if value is None:
+        return None
+    if pa.types.is_struct(kind):
+        return {f.name: _walk(value[f.name], f.type, fn) for f in kind}
+    if pa.types.is_list(kind):
+        return [_walk(v, kind.value_type, fn) for v in value]
+    return fn(value) if type(value) is _Container else value
+
+
+def _rendered(rows: list[dict], schema: pa.Schema) -> list[dict]:
+    """The rows with each object or array of a string field as DuckDB writes it (``json()``), the text its scan of the file gives (``runtime.jsonl_scan``).
+
+    Python's and DuckDB's compact JSON differ in how they spell some doubles (``1e+16`` and
+    ``10000000000000000.0``); scalars already agree. Known differences that remain: a number beyond
+    a double's range or a repeated key inside such a value (DuckDB keeps the text as written).
+    """
+    texts: list[str] = []
+    for row in rows:
+        for f in schema:
+            _walk(row[f.name], f.type, texts.append)
+    if not texts:
+        return rows
+    con = getattr(_local, "con", None) or _connect()
+    written = iter(con.execute("SELECT list_transform(?::VARCHAR[], lambda t: CAST(json(t) AS VARCHAR))", [texts]).fetchone()[0])
+    return [{f.name: _walk(row[f.name], f.type, lambda _: next(written)) for f in schema} for row in rows]
+
+
+def _connect():
+    import duckdb
+
+    _local.con = duckdb.connect(config={"threads": 1})
+    return _local.con
 
 
 def _typed(row: dict | BadRecord, schema: pa.Schema) -> dict | BadRecord:
@@ -116,7 +168,7 @@ def _typed(row: dict | BadRecord, schema: pa.Schema) -> dict | BadRecord:
 
 def _tables(records: Iterator[dict | BadRecord], schema: pa.Schema) -> Iterator[pa.Table | BadRecord]:
     """Row errors as they come, the typed rows as tables of up to ``_ROWS`` rows."""
-    rows = []
+    rows, made = [], _Container.made
     for rec in records:
         rec = _typed(rec, schema)
         if isinstance(rec, BadRecord):
@@ -124,10 +176,10 @@ def _tables(records: Iterator[dict | BadRecord], schema: pa.Schema) -> Iterator[
             continue
         rows.append(rec)
         if len(rows) == _ROWS:
-            yield pa.Table.from_pylist(rows, schema)
-            rows = []
+            yield pa.Table.from_pylist(_rendered(rows, schema) if _Container.made != made else rows, schema)
+            rows, made = [], _Container.made
     if rows:
-        yield pa.Table.from_pylist(rows, schema)
+        yield pa.Table.from_pylist(_rendered(rows, schema) if _Container.made != made else rows, schema)
 
 
 def read_typed_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:

@@ -51,6 +51,7 @@ class FusedAggregate:
     def __init__(self, calls: list[StepCall], keeps: list[frozenset[str] | None], split, keys: list[str]):
         self.calls, self.keeps, self.split, self.keys = calls, keeps, split, keys
         self._sql: dict[pa.Schema, str | None] = {}
+        self._keeps_source: dict[pa.Schema, bool] = {}
 
     def run(self, table: pa.Table) -> tuple[pa.Table, dict[int, StepStats], StepStats] | None:
         """The batch's partial states (``pa.table({})`` when no row is left), each step's counters and the partial step's; None: run it step by step."""
@@ -60,9 +61,7 @@ class FusedAggregate:
 
         if not table.num_rows:
             return None
-        if table.schema not in self._sql:
-            self._sql[table.schema] = self._query(table.slice(0, 0))
-        sql = self._sql[table.schema]
+        sql = self._sql_for(table.schema)
         if sql is None:
             return None
         start = time.perf_counter()
@@ -70,10 +69,42 @@ class FusedAggregate:
             states = duck.query(table, sql)
         except duckdb.Error:
             return None
+        return self._counted(states, table.num_rows, time.perf_counter() - start)
+
+    def run_file(self, path: str, schema: pa.Schema, lines: int) -> tuple[pa.Table, dict[int, StepStats], StepStats] | None:
+        """``run`` over a local JSON-lines file of ``lines`` lines, each starting with ``{``, read as ``schema`` by DuckDB in the query (``jsonl_scan``).
+
+        None: read it the Arrow way (a value of another kind, a bad line, a path DuckDB would glob,
+        steps whose query keeps no ``__source__``, which carries the kind check).
+        """
+        import duckdb
+
+        from dataflow.lineage import LINE
+        from dataflow.ops.table import duck
+        from dataflow.runtime.jsonl_scan import scan_sql
+
+        sql, scan = self._sql_for(schema), scan_sql(path, schema)
+        if sql is None or scan is None or not self._keeps_source[schema] or not lines:
+            return None
+        start = time.perf_counter()
+        try:
+            states = duck.run(f"WITH {duck.TABLE} AS NOT MATERIALIZED ({scan}) {sql}")
+        except (duckdb.Error, UnicodeDecodeError):  # NOTE: DuckDB may cut a message quoting the line inside a UTF-8 character
+            return None
+        i = states.column_names.index(SOURCE)  # the smallest line number as text sorts as the smallest source does
+        states = states.set_column(i, SOURCE, pc.binary_join_element_wise(f"{path}{LINE}", states.column(i), ""))
+        return self._counted(states, lines, time.perf_counter() - start)
+
+    def _sql_for(self, schema: pa.Schema) -> str | None:
+        if schema not in self._sql:
+            self._sql[schema] = self._query(schema.empty_table())
+        return self._sql[schema]
+
+    def _counted(self, states: pa.Table, rows: int, seconds: float) -> tuple[pa.Table, dict[int, StepStats], StepStats]:
         kept = int(pc.sum(states.column(_ROWS)).as_py() or 0)
         states = states.drop_columns([_ROWS]) if kept else pa.table({})
-        share = (time.perf_counter() - start) / (len(self.calls) + 1)
-        stats, rows = {}, table.num_rows
+        share = seconds / (len(self.calls) + 1)
+        stats = {}
         for call in self.calls:
             st = stats[call.index] = StepStats(rows_in=rows, seconds=share)
             if call.op.name == "table.filter_rows":
@@ -113,6 +144,7 @@ class FusedAggregate:
                 if keep is not None and any(n not in keep for n in names):
                     names = [n for n in names if n in keep]
                     sql = f"(SELECT {', '.join(duck.quoted(n) for n in names)} FROM {sql})"
+            self._keeps_source[empty.schema] = SOURCE in names
             extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in names else {}
             sql = duck.aggregate_sql(self.keys, {**self.split.partial, **extra, _ROWS: "count(*)"}, sql)
             duck.query(empty, sql)  # binds: a missing column or a type error shows here, once

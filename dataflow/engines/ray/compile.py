@@ -147,6 +147,7 @@ class RayJob:
             lines.append(f"{s.name}: map_batches[{s.label}] as {pool}, batch_size={s.batch_size}" + (f", {res}" if res else ""))
             if isinstance(after, RayGlobal) and after.label == "table.aggregate" and s.compute == "tasks" and fusable(list(s.calls)):
                 lines.append(f"    {s.name} and {after.name}'s partial states: one DuckDB query per block where they merge exactly (else step by step)")
+                lines += self._scanned(s)
         for name, sub in self.inputs:
             lines.append(f"source '{name}' (materialized in Ray's object store, shuffled with the rows of the steps that read it):")
             lines += ["    " + line for line in sub.describe().splitlines()[1:]]
@@ -159,7 +160,15 @@ class RayJob:
                 last = self.stages[-1] if self.stages else None
                 if isinstance(last, RayStage) and last.compute == "tasks" and w.feeds is not None and w.feeds.op.name == "table.aggregate" and fusable(list(last.calls)):
                     lines.append(f"    {last.name} and the partial states: one DuckDB query per block where they merge exactly (else step by step)")
+                    lines += self._scanned(last)
         return "\n".join(lines)
+
+    def _scanned(self, stage: RayStage) -> list[str]:
+        """The explain line of a first stage fused with its aggregation's partial states over typed JSON lines (``fused_read``)."""
+        if stage is not self.stages[0] or self.read.parse != "jsonl" or not self.read.source.options.get("schema"):
+            return []
+        return ["    with the read: each local file whose every line starts with '{' is scanned by DuckDB inside that query (read_ndjson, "
+                "the declared kinds checked); any other file is read as above"]
 
 
 def _lower_read(node: Read, plan: LogicalPlan, columns: frozenset[str] | None = None) -> RayRead:

@@ -36,17 +36,22 @@ class FusedStageFn:
         self.stage, self.call, self.split, self.partial_name, self.side = stage, call, split, partial_name, side
         self._fused = self._steps = None
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        from dataflow.engines.ray.global_ops import _PartialAggregate
+    def fused(self):
+        """The stage and the partial states as one query (``runtime.fused_sql.FusedAggregate``), built in the worker on first use."""
         from dataflow.runtime.fused_sql import FusedAggregate
         from dataflow.runtime.stage import StageExecutor
 
-        keys = list(self.call.params.keys or [])
         if self._fused is None:
+            keys = list(self.call.params.keys or [])
             self._fused = FusedAggregate(list(self.stage.calls), list(self.stage.keeps) or [None] * len(self.stage.calls), self.split, keys)
             self._steps = StageExecutor(list(self.stage.calls), keeps=list(self.stage.keeps) or None)
+        return self._fused
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from dataflow.engines.ray.global_ops import _PartialAggregate
+
         key = batch_key(batch.column(SOURCE) if SOURCE in batch.column_names else [])
-        done = self._fused.run(batch) if plain_arrow(batch) else None
+        done = self.fused().run(batch) if plain_arrow(batch) else None
         if done is not None:
             states, stats, partial = done
             self.side.write(self.stage.name, key, [], stats)

@@ -12,6 +12,7 @@ import pyarrow as pa
 from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.engines.ray.compile import ARROW, LINE_FORMATS, RayGlobal, RayJob, RayStage
 from dataflow.engines.ray.devices import worker_calls
+from dataflow.engines.ray.fused_read import ReadFusedStage, scans_files
 from dataflow.engines.ray.fused_stage import FusedStageFn, fused_stage
 from dataflow.engines.ray.global_ops import apply_global
 from dataflow.engines.ray.routed import Routed, ShardPlace
@@ -271,7 +272,12 @@ def build_dataset(
         blocks = _blocks(len(items), routes) if source.format == "webdataset" else max(1, -(-len(items) // per_task))
         ds = ray.data.from_items(items, override_num_blocks=blocks)
         if source.format == "webdataset" or source.format in LINE_FORMATS:
-            reader = _routed(ReadStream(source.uri, source.format, job.read.options, storage_options, cache, side), routes, "uri")
+            stream = ReadStream(source.uri, source.format, job.read.options, storage_options, cache, side)
+            scanned = _scanned_stage(job, stream, side) if routes is None else None
+            if scanned is not None:  # the read and the first stage's partial states: one query per file
+                ds = ds.map_batches(scanned, batch_format="numpy", zero_copy_batch=False, batch_size=per_task, **_resources(job.stages[0]))
+                return ds if len(job.stages) == 1 else _run_stages(job, ds, side, storage_options, cache, partitions, start=1)
+            reader = _routed(stream, routes, "uri")
             ds = ds.map_batches(reader, batch_format="numpy", zero_copy_batch=False, batch_size=1 if source.format == "webdataset" else per_task, **stream_concurrency(routes))
         else:
             fetch = _routed(FetchFiles(source.uri, storage_options, cache, side), routes, "uri")
@@ -281,6 +287,21 @@ def build_dataset(
         ds = ds.map_batches(adapter, batch_format="numpy", zero_copy_batch=False, batch_size=1 if job.read.parse == "parquet" else None, **stream_concurrency(routes))
     fused = per_task if routes is not None and stream_fused(job) else None
     return _run_stages(job, ds, side, storage_options, cache, partitions, routes, fused)
+
+
+def _scanned_stage(job: RayJob, stream: ReadStream, side: SideOutputs) -> ReadFusedStage | None:
+    """The read and the first stage as one map (``fused_read``) when that stage runs with the aggregation's partial states as one query and DuckDB can scan the files."""
+    first = job.stages[0] if job.stages else None
+    feeds = _feeds(job, 0) if isinstance(first, RayStage) else None
+    split = fused_stage(first, feeds[0]) if feeds is not None else None
+    if split is None or not scans_files(stream):
+        return None
+    return ReadFusedStage(stream, FusedStageFn(first, feeds[0], split, feeds[1], side))
+
+
+def _resources(stage: RayStage) -> dict[str, Any]:
+    """A stage's CPUs and memory per task, for a map that runs it with the read."""
+    return {k: v for k, v in _stage_kwargs(stage).items() if k in ("num_cpus", "memory")}
 
 
 def _blocks(items: int, routes: ShardRoutes | None) -> int:
@@ -320,11 +341,14 @@ def _routed(fn: Any, routes: ShardRoutes[ShardPlace] | None, key: str, tag: bool
 
 
 def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict, cache: CacheSettings | None, partitions: int | None,
-                routes: ShardRoutes[ShardPlace] | None = None, fused: int | None = None):
-    """The job's stages (and named sources) over the read rows ``ds``; ``fused``: the files per read task of a fused stream."""
+                routes: ShardRoutes[ShardPlace] | None = None, fused: int | None = None, start: int = 0):
+    """The job's stages (and named sources) over the read rows ``ds``; ``fused``: the files per read task of a fused stream.
+
+    ``start``: the stages before it ran with the read (``_scanned_stage``), and ``ds`` holds the partial states of the global stage at ``start``.
+    """
     named = {name: _named_table(sub, side, storage_options, cache) for name, sub in job.inputs}
-    states = False  # the map before the next global stage computed its partial states
-    for i, stage in enumerate(job.stages):
+    states = start > 0  # the map before the next global stage computed its partial states
+    for i, stage in enumerate(job.stages[start:], start=start):
         if isinstance(stage, RayGlobal):
             ds = apply_global(ds, stage, side, named=named, partitions=partitions, states=states)
             states = False

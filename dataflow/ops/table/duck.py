@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-__all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "to_duckdb", "with_columns", "with_columns_sql"]
+__all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
 _TABLE = TABLE = "__df_batch__"
 _ROW = "__df_row__"
@@ -274,3 +274,8 @@ def aggregate_sql(keys: list[str], items: dict[str, str], source: str) -> str:
 def query(table: pa.Table, sql: str) -> pa.Table:
     """Run DuckDB ``sql`` over ``table`` (named ``TABLE`` in it; a float NaN reads as null); sums of integers come back as BIGINT, as Spark's."""
     return _spark_integers(_query(table, sql))
+
+
+def run(sql: str) -> pa.Table:
+    """Run DuckDB ``sql`` that reads no batch (it scans a file itself); sums of integers come back as BIGINT, as Spark's."""
+    return _spark_integers(_connection().sql(sql).to_arrow_table())

@@ -41,3 +41,25 @@ def test_a_run_in_one_phase_fuses_the_stage_with_the_global_stage_partial_states
            "sink": {"uri": "/out", "format": "parquet"}}
     _, _, _, job = compile_pipeline(parse_pipeline(doc))
     assert "stage-1 and stage-2's partial states: one DuckDB query per block" in job.describe()
+
+
+@pytest.mark.parametrize(("schema", "source", "cache", "scans"), [
+    (SCHEMA, "/in", None, True),
+    ({**SCHEMA, "ctx": "struct<region: string, w: float>"}, "/in", None, False),  # a FLOAT: the Arrow read (no scan of it is tested)
+    ({**SCHEMA, "ctx": "struct<region: string, tags: array<string>>"}, "/in", None, False),
+    (SCHEMA, "s3://bucket/in", None, False),  # DuckDB reads local files only
+    (SCHEMA, "/in", "cache", False),  # the cache tier serves the Arrow read
+], ids=["local", "float", "array", "s3", "cache"])
+def test_the_read_and_the_first_stage_run_as_one_scan_where_duckdb_can_read_the_files(schema, source, cache, scans):
+    from dataflow.engines.ray.fused_read import ReadFusedStage
+    from dataflow.engines.ray.read import ReadStream
+    from dataflow.engines.ray.run import _scanned_stage
+    from dataflow.runtime.settings import CacheSettings
+    from dataflow.runtime.stats import SideOutputs
+
+    job = _map_job(schema)
+    side = SideOutputs("/out", {}, "/out/_stats", "/out/_errors")
+    settings = CacheSettings(dir="/tmp/cache") if cache else None
+    stream = ReadStream(source, "jsonl", job.read.options, {}, settings, side)
+    assert isinstance(_scanned_stage(job, stream, side), ReadFusedStage) is scans
+    assert "scanned by DuckDB inside that query" in job.describe()  # where the files allow it: the explain says so either way

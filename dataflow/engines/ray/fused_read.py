@@ -1,0 +1,81 @@
+"""Typed JSON lines straight into the partial states of the aggregation after the first stage: one DuckDB query per file.
+
+Where the read is a local ``jsonl`` source with a declared schema and the stage after it runs as
+one query with the aggregation's partial states (``fused_stage``), each read task asks DuckDB to
+scan each file inside that query (``FusedAggregate.run_file``): no Arrow table of the lines is
+built. A file it cannot take (compressed, another encoding, a line that does not start with ``{``,
+a CR, a value of another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks
+and ``FusedStageFn`` on each; its row errors are the same. Both give the same states and counters.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from dataflow.batch import Columns, to_arrow
+from dataflow.engines.ray.fused_stage import FusedStageFn
+from dataflow.engines.ray.read import READ_STEP, ReadStream
+from dataflow.runtime.io_stats import record_io, shard_tmp_of
+from dataflow.runtime.stage import StepStats
+from dataflow.runtime.stats import batch_key
+
+__all__ = ["ReadFusedStage", "scans_files"]
+
+
+def scans_files(reader: ReadStream) -> bool:
+    """Whether ``reader``'s files may be scanned by DuckDB: local typed JSON lines in UTF-8 (no cache tier) whose declared types it reads."""
+    from connectors.formats.typed_jsonl import arrow_schema
+    from connectors.registry import scheme_of
+    from dataflow.runtime.jsonl_scan import supported
+
+    options = reader.options
+    return (reader.fmt == "jsonl" and bool(options.get("schema")) and reader.cache is None and scheme_of(reader.source_uri) == "file"
+            and options.get("encoding", "utf-8").lower() in ("utf-8", "utf8") and supported(arrow_schema(options["schema"])))
+
+
+class ReadFusedStage:
+    """``read`` then ``stage`` per batch of listed files, each file scanned by DuckDB in the stage's query where it can be."""
+
+    def __init__(self, read: ReadStream, stage: FusedStageFn):
+        self.read, self.stage = read, stage
+
+    def __call__(self, batch: Columns) -> Iterator[pa.Table]:
+        from connectors.formats.aligned import object_lines
+        from connectors.formats.typed_jsonl import arrow_schema
+        from connectors.registry import compression_of, count_bytes_read, io_counters, strip_scheme
+
+        schema, side = arrow_schema(self.read.options["schema"]), self.stage.side
+        io_before = io_counters()
+        uris = [str(u) for u in batch["uri"]]
+        read, steps, partial, scanned, rest = StepStats(), {}, StepStats(), [], []
+        for i, uri in enumerate(uris):
+            path = strip_scheme(uri)
+            lines = object_lines(path, cr=False) if compression_of(uri) is None else None
+            done = self.stage.fused().run_file(path, schema, lines) if lines else None
+            if done is None:
+                rest.append(i)
+                continue
+            states, stats, part = done
+            scanned.append(uri)
+            read.add(StepStats(rows_in=lines, rows_out=lines))
+            for index, st in stats.items():
+                steps.setdefault(index, StepStats()).add(st)
+            partial.add(part)
+            count_bytes_read(_size(path))
+            yield states
+        if scanned:
+            key = batch_key(scanned)
+            side.write("read", key, [], {READ_STEP: read})
+            side.write(self.stage.stage.name, key, [], steps)
+            side.write(f"{self.stage.partial_name}-partial", key, [], {self.stage.call.index: partial})
+            record_io(side.uri, side.storage_options, shard_tmp_of(side), "read", key, io_before, io_counters())
+        if rest:
+            for block in self.read({k: v[rest] for k, v in batch.items()}):
+                yield self.stage(block if isinstance(block, pa.Table) else to_arrow(block))
+
+
+def _size(path: str) -> int:
+    import os
+
+    return os.path.getsize(path)
