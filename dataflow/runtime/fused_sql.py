@@ -12,6 +12,7 @@ steps run one by one, and says so by returning None where it cannot:
   run step by step, where the bad rows become row errors as before;
 - a stage where a ``with_columns`` expression computes a floating-point column: step by step,
   since a NaN it computes reads as null in the next step's query but not inside one query.
+
 ``run_file`` runs the same query over a local JSON-lines file that DuckDB scans itself
 (``runtime.jsonl_scan``), with the same states and counters as over the file's Arrow read.
 """
