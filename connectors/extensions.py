@@ -27,21 +27,32 @@ class ExtensionFilter:
 
     def skip(self, name: str) -> str | None:
         """None when ``name`` (a base name) is kept, else the extension it is skipped for (``.txt``, ``.txt.gz``, ``""``)."""
+        return self.skips([name])[0]
+
+    def skips(self, names: list[str]) -> list[str | None]:
+        """:meth:`skip` of each name, in one loop (a listing's per-file path)."""
         if not self.extensions:
-            return None
-        if name[:1] == ".":
-            key = name
-        else:
-            last = name.rfind(".")
-            before = name.rfind(".", 0, last) if last >= 0 else -1
-            key = "" if last < 0 else name[before if before >= 0 else last:]
-        try:
-            return self._verdicts[key]
-        except KeyError:
-            full = key if name[:1] == "." else "x" + key
-            verdict = None if _extension(full, self.fmt) in self.extensions else _full_extension(full)
-            self._verdicts[key] = verdict
-            return verdict
+            return [None] * len(names)
+        verdicts, out = self._verdicts, []
+        for name in names:
+            if name[:1] == ".":
+                key = name
+            else:
+                last = name.rfind(".")
+                if last < 0:
+                    key = ""
+                else:
+                    before = name.rfind(".", 0, last)
+                    key = name[before if before >= 0 else last:]
+            verdict = verdicts.get(key, _UNSEEN)
+            if verdict is _UNSEEN:
+                full = key if name[:1] == "." else "x" + key
+                verdict = verdicts[key] = None if _extension(full, self.fmt) in self.extensions else _full_extension(full)
+            out.append(verdict)
+        return out
+
+
+_UNSEEN = object()
 
 
 def _extension(name: str, fmt: str) -> str:

@@ -109,10 +109,14 @@ class LocalTree:
                 self._pool.close()
 
     def _start(self, folder: Folder) -> Future | None:
-        if self.seen < self.parallel_after:
+        if self.seen < self.parallel_after or self.workers <= 1:
             return None
         if self._pool is None:
-            self._pool = ScanPool(self.workers)
+            try:
+                self._pool = ScanPool(self.workers)
+            except OSError:  # no process can be started here: the same listing, in line
+                self.workers = 1
+                return None
         return self._pool.submit(folder.path)
 
     def segments(self, folder: str, found: Scan) -> list[Any]:
@@ -120,11 +124,11 @@ class LocalTree:
         keys, sizes, mtimes = found
         self.seen += len(keys)
         prefix = folder if folder.endswith("/") else folder + "/"
-        skip, published, cut = self.keep.skip, self.published, self.cut
+        published, cut = self.published, self.cut
         out: list[Any] = []
         entries: list[tuple[str, dict[str, Any]]] = []
         skipped: dict[str, int] = {}
-        for key, size, mtime in zip(keys, sizes, mtimes):
+        for key, size, mtime, ext in zip(keys, sizes, mtimes, self.keep.skips(keys)):
             if key[-1] == "/":
                 if self.recursive:
                     if entries or skipped:
@@ -135,7 +139,6 @@ class LocalTree:
             path = prefix + key
             if published is not None and not listed(path[cut:], published):
                 continue
-            ext = skip(key)
             if ext is not None:
                 skipped[ext] = skipped.get(ext, 0) + 1
                 continue
