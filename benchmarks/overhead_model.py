@@ -14,7 +14,8 @@ folders of 1000 (contenders alternated, ``--rounds`` each, medians):
 - ``parallel``: this checkout's listing as a run does it: worker processes scan the folders once
   the walk has met ``connectors.walk.PARALLEL_AFTER`` files;
 - ``driver``: what stays on the driver whoever scans the folders: the per-file work after the
-  scan (batches, filters, pages, shard ids, fingerprint), timed with every folder scanned before;
+  scan (reading the scan's answer, batches, filters, pages, shard ids, fingerprint), timed with
+  every folder scanned before and kept as the worker processes send it (marshal);
 - ``s``: driver seconds per shard commit; ``o``: task-side seconds per file per CPU (routing,
   counters); ``fixed``: per run outside the stream (plan, commit, report), beyond the listing;
 - ``wave``: start-up of each wave's Dataset after the first (a warm execution).
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import marshal
 import os
 import pathlib
 import shutil
@@ -99,7 +101,7 @@ def contenders(root: str, before: str) -> dict[str, Callable[[], int]]:
 
     fs, old_listing, old_shards = fsspec.filesystem("file"), code_at(before, "connectors/listing.py"), code_at(before, "dataflow/runtime/shards.py")
     folders = [str(p) for p in sorted(pathlib.Path(root).rglob("*")) if p.is_dir()] + [root]
-    scanned = {f: walk.scan(f) for f in folders}
+    scanned = {f: marshal.dumps(walk.scan(f)) for f in folders}  # as the worker processes send them
 
     def ours(workers: int, scan: Callable[[str], Any] = walk.scan) -> Callable[[], int]:
         def run() -> int:
@@ -117,7 +119,7 @@ def contenders(root: str, before: str) -> dict[str, Callable[[], int]]:
         "before": lambda: list_and_cut(lambda: old_listing.list_pages(fs, root, root, "jsonl", {}), old_shards),
         "serial": ours(1),
         "parallel": ours(listing.LOCAL_WORKERS),
-        "driver": ours(1, scanned.__getitem__),
+        "driver": ours(1, lambda folder: marshal.loads(scanned[folder])),
     }
 
 

@@ -1,6 +1,7 @@
 """The extension filter of a listing: which file names a source reads, decided once per suffix pair."""
 from __future__ import annotations
 
+from connectors.folder_scan import suffixes
 from connectors.formats.compressed import codec_of, inner_name
 
 __all__ = ["LINE_FORMATS", "ExtensionFilter"]
@@ -27,32 +28,18 @@ class ExtensionFilter:
 
     def skip(self, name: str) -> str | None:
         """None when ``name`` (a base name) is kept, else the extension it is skipped for (``.txt``, ``.txt.gz``, ``""``)."""
-        return self.skips([name])[0]
+        return self.verdict(suffixes(name)) if self.extensions else None
 
-    def skips(self, names: list[str]) -> list[str | None]:
-        """:meth:`skip` of each name, in one loop (a listing's per-file path)."""
+    def verdict(self, key: str) -> str | None:
+        """:meth:`skip` of the names whose :func:`connectors.folder_scan.suffixes` are ``key``."""
         if not self.extensions:
-            return [None] * len(names)
-        verdicts, out = self._verdicts, []
-        for name in names:
-            if name[:1] == ".":
-                key = name
-            else:
-                last = name.rfind(".")
-                if last < 0:
-                    key = ""
-                else:
-                    before = name.rfind(".", 0, last)
-                    key = name[before if before >= 0 else last:]
-            verdict = verdicts.get(key, _UNSEEN)
-            if verdict is _UNSEEN:
-                full = key if name[:1] == "." else "x" + key
-                verdict = verdicts[key] = None if _extension(full, self.fmt) in self.extensions else _full_extension(full)
-            out.append(verdict)
-        return out
-
-
-_UNSEEN = object()
+            return None
+        try:
+            return self._verdicts[key]
+        except KeyError:
+            full = key[1:] if key[:1] == "/" else "x" + key
+            verdict = self._verdicts[key] = None if _extension(full, self.fmt) in self.extensions else _full_extension(full)
+            return verdict
 
 
 def _extension(name: str, fmt: str) -> str:

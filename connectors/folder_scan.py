@@ -3,7 +3,7 @@
 :func:`scan` is what the local walk does per folder. :class:`ScanPool` runs it in worker
 processes (this file run as a script: the standard library only, no re-import of the caller's
 main module), which list and stat in parallel where threads would queue on the GIL. A worker
-answers each folder with ``("ok", keys, sizes, mtimes)`` or ``("error", errno, strerror,
+answers each folder with ``("ok", parts)`` (marshal) or ``("error", errno, strerror,
 filename)``; the error is raised again in the caller as the same ``OSError`` subclass and message.
 """
 from __future__ import annotations
@@ -13,30 +13,57 @@ import os
 import struct
 import sys
 
-__all__ = ["Scan", "ScanPool", "scan"]
+__all__ = ["Scan", "ScanPool", "scan", "suffixes"]
 
-Scan = tuple[list[str], list[int], list[float]]  # sorted keys (a subfolder as "name/"), sizes and mtimes (-1, 0.0 for a subfolder)
+Scan = list  # a folder's parts in path order: a subfolder's path, or a run of files as (paths, sizes, mtimes, suffixes)
 _HEADER = struct.Struct("<Q")
 
 
+def suffixes(name: str) -> str:
+    """What a name's extension verdict depends on: its last two suffixes (``a.b.jsonl.gz`` -> ``.jsonl.gz``); a dot-name whole, after a ``/``."""
+    if name[:1] == ".":
+        return "/" + name
+    last = name.rfind(".")
+    if last < 0:
+        return ""
+    before = name.rfind(".", 0, last)
+    return name[before if before >= 0 else last:]
+
+
 def scan(folder: str) -> Scan:
-    """``folder``'s visible entries (not ``.x``, not ``_x``) in path order: a subfolder sorts as ``name/``; files removed meanwhile are left out."""
+    """``folder``'s visible entries (not ``.x``, not ``_x``) in path order, a subfolder sorting as ``name/``.
+
+    Each run of files between subfolders is ``(paths, sizes, mtimes, suffixes)``: four lists, one
+    item per file, the last one each name's :func:`suffixes` (flat lists: cheap to send and read
+    back). Files removed meanwhile are left out.
+    """
     with os.scandir(folder) as it:
         found = sorted([(e.name + "/" if e.is_dir() else e.name, e) for e in it if e.name[0] not in "._"])
-    keys, sizes, mtimes = [], [], []
+    parts: Scan = []
+    paths: list[str] = []
+    sizes: list[int] = []
+    mtimes: list[float] = []
+    keys: list[str] = []
     for key, entry in found:
         if key[-1] == "/":
-            size, mtime = -1, 0.0
-        else:
-            try:
-                st = entry.stat()
-            except FileNotFoundError:  # removed while listed
-                continue
-            size, mtime = st.st_size, st.st_mtime
-        keys.append(key)
-        sizes.append(size)
-        mtimes.append(mtime)
-    return keys, sizes, mtimes
+            if paths:
+                parts.append((paths, sizes, mtimes, keys))
+                paths, sizes, mtimes, keys = [], [], [], []
+            parts.append(entry.path)
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:  # removed while listed
+            continue
+        paths.append(entry.path)
+        sizes.append(st.st_size)
+        mtimes.append(st.st_mtime)
+        last = key.rfind(".")  # suffixes(key), in line: the name does not start with a dot
+        before = key.rfind(".", 0, last) if last > 0 else -1
+        keys.append("" if last < 0 else key[before if before >= 0 else last:])
+    if paths:
+        parts.append((paths, sizes, mtimes, keys))
+    return parts
 
 
 def _send(stream, value) -> None:
@@ -58,7 +85,7 @@ def _serve() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (folder := _receive(stdin)) is not None:
         try:
-            _send(stdout, ("ok", *scan(folder)))
+            _send(stdout, ("ok", scan(folder)))
         except OSError as exc:
             _send(stdout, ("error", exc.errno, exc.strerror, exc.filename))
 
@@ -105,7 +132,7 @@ class ScanPool:
                 future.set_exception(exc)
                 continue
             if answer[0] == "ok":
-                future.set_result(answer[1:])
+                future.set_result(answer[1])
             else:
                 future.set_exception(OSError(*answer[1:]))
 

@@ -119,32 +119,34 @@ class LocalTree:
                 return None
         return self._pool.submit(folder.path)
 
-    def segments(self, folder: str, found: Scan) -> list[Any]:
-        """A scanned folder's segments in path order: batches of its files, and a :class:`Folder` per subfolder."""
-        keys, sizes, mtimes = found
-        self.seen += len(keys)
-        prefix = folder if folder.endswith("/") else folder + "/"
-        published, cut = self.published, self.cut
+    def segments(self, folder: str, parts: Scan) -> list[Any]:
+        """A scanned folder's segments in path order: batches of its files, and a :class:`Folder` per subfolder.
+
+        The extension filter is asked once per distinct suffix pair of a run of files, and the
+        run's listing entries are built in one comprehension.
+        """
         out: list[Any] = []
-        entries: list[tuple[str, dict[str, Any]]] = []
-        skipped: dict[str, int] = {}
-        for key, size, mtime, ext in zip(keys, sizes, mtimes, self.keep.skips(keys)):
-            if key[-1] == "/":
+        for part in parts:
+            if type(part) is str:
                 if self.recursive:
-                    if entries or skipped:
-                        out.append((entries, skipped))
-                        entries, skipped = [], {}
-                    out.append(Folder(prefix + key[:-1], scan, self.segments))
+                    out.append(Folder(part, scan, self.segments))
                 continue
-            path = prefix + key
-            if published is not None and not listed(path[cut:], published):
-                continue
-            if ext is not None:
-                skipped[ext] = skipped.get(ext, 0) + 1
-                continue
-            entries.append((path, {"name": path, "size": size, "type": "file", "mtime": mtime}))
-        if entries or skipped:
-            out.append((entries, skipped))
+            paths, sizes, mtimes, keys = part
+            self.seen += len(paths)
+            if self.published is not None:
+                at = [i for i, path in enumerate(paths) if listed(path[self.cut:], self.published)]
+                paths, sizes, mtimes, keys = ([column[i] for i in at] for column in part)
+            verdicts = {key: self.keep.verdict(key) for key in set(keys)}
+            skipped: dict[str, int] = {}
+            files = zip(paths, sizes, mtimes)
+            if any(v is not None for v in verdicts.values()):
+                for key in keys:
+                    if (ext := verdicts[key]) is not None:
+                        skipped[ext] = skipped.get(ext, 0) + 1
+                files = (f for f, key in zip(files, keys) if verdicts[key] is None)
+            entries = [(p, {"name": p, "size": s, "type": "file", "mtime": m}) for p, s, m in files]
+            if entries or skipped:
+                out.append((entries, skipped))
         return out
 
 
