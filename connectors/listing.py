@@ -189,8 +189,12 @@ def list_pages(fs, uri: str, path: str, fmt: str, options: dict[str, Any], page:
     """:func:`list_source` page by page: pages of up to ``page`` files (default :func:`page_size`), in URI order.
 
     A local directory is walked in sorted order, so its first pages come before the walk ends;
-    other sources are listed whole, then paged. The error for a source without a matching file
-    comes after the last page.
+    its folders are scanned by worker processes once it has shown
+    ``connectors.walk.PARALLEL_AFTER`` files. A folder on another filesystem is listed one
+    top-level subfolder at a time (``find``), several at once on threads, each paged when its turn
+    comes; globs, single files and non-recursive sources are listed whole, then paged. Either way
+    the pages are the serial listing's. The error for a source without a matching file comes
+    after the last page.
     """
     page = page or page_size()
     names = options.get("extensions", DEFAULT_EXTENSIONS.get(fmt, ()))
