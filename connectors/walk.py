@@ -91,12 +91,14 @@ class LocalTree:
         published: A committed sink's manifest paths (relative to the root), or None.
         cut: Characters of the root and its slash (what makes a path relative).
         workers: Processes that scan folders once the walk has met ``parallel_after`` files (1: none).
+        parallel_after: Files listed in line first (default ``PARALLEL_AFTER``).
     """
 
     def __init__(self, keep: ExtensionFilter, recursive: bool, published: set[str] | None, cut: int, workers: int = LOCAL_WORKERS,
-                 parallel_after: int = PARALLEL_AFTER):  # fmt: skip
+                 parallel_after: int | None = None):  # fmt: skip
         self.keep, self.recursive, self.published, self.cut = keep, recursive, published, cut
-        self.workers, self.parallel_after, self.seen = workers, parallel_after, 0
+        self.workers, self.seen = workers, 0
+        self.parallel_after = PARALLEL_AFTER if parallel_after is None else parallel_after
         self._pool: ScanPool | None = None
 
     @contextmanager

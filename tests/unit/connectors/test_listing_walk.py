@@ -146,3 +146,79 @@ def test_the_source_listing_of_another_filesystem_keeps_its_skips_and_hidden_fol
     assert [u.split(root)[1] for u, _ in listing.entries] == ["/a-b.jsonl", "/a/1.jsonl", "/b/c/4.jsonl.gz", "/z.jsonl"]
     assert listing.skipped == {".txt": 1}
     fs.rm(root, recursive=True)
+
+
+def _workers_scanned(monkeypatch) -> list[str]:
+    """Let source listings scan folders in 2 worker processes from the first file; return the folders those scanned."""
+    import connectors.listing as listing
+    import connectors.walk as walk
+
+    scanned = []
+
+    class Counted(walk.ScanPool):
+        def submit(self, folder):
+            scanned.append(folder)
+            return super().submit(folder)
+
+    monkeypatch.setattr(listing, "LOCAL_WORKERS", 2)
+    monkeypatch.setattr(walk, "PARALLEL_AFTER", 0)
+    monkeypatch.setattr(walk, "ScanPool", Counted)
+    return scanned
+
+
+@pytest.fixture
+def nested(tmp_path):
+    """A source tree with nested and empty folders, hidden entries, other extensions, compressed files and sizes."""
+    names = ["z.jsonl", "a-b.jsonl", "a/1.jsonl", "a/b/2.jsonl.gz", "a/_tmp/3.jsonl", "a/.x.jsonl", ".git/4.jsonl", "b/c/d/5.jsonl",
+             "b/6.txt", "b/7.TXT.gz", "c/8.ndjson", "c/9.json", "e/f/10.jsonl"]  # fmt: skip
+    for i, name in enumerate(names):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x" * i)
+    (tmp_path / "e" / "empty").mkdir()
+    (tmp_path / "empty").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"include": ["a/*", "c/*"], "exclude": ["a/b/*"]}, {"min_size": 3, "max_size": 11}, {"recursive": False}],
+    ids=["defaults", "patterns", "sizes", "flat"],
+)
+def test_the_source_listing_with_worker_processes_is_the_serial_one(nested, monkeypatch, options):
+    import connectors.listing as listing
+
+    fs = fsspec.filesystem("file")
+    monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
+    serial = list_source(fs, str(nested), str(nested), "jsonl", options)
+    scanned = _workers_scanned(monkeypatch)
+    assert list_source(fs, str(nested), str(nested), "jsonl", options) == serial
+    assert serial.entries and serial.skipped == ({} if options.get("recursive") is False else {".txt": 1, ".txt.gz": 1})
+    assert len(scanned) == (0 if options.get("recursive") is False else 11)  # every visible folder, the root too, in worker processes
+
+
+def test_shards_cut_from_the_parallel_listing_have_the_serial_ids_and_fingerprint(nested, monkeypatch):
+    import connectors.listing as listing
+    from dataflow.dsl.spec import SourceSpec
+    from dataflow.runtime.shards import ShardCutter, ShardFeed
+
+    def cut():
+        cutter = ShardCutter(2)
+        shards = [s for wave in ShardFeed.of_source(SourceSpec(uri=str(nested), format="jsonl"), {}).waves(cutter) for s in wave]
+        return [(s.index, s.digest, s.inputs) for s in shards], cutter.fingerprint
+
+    monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
+    serial = cut()
+    scanned = _workers_scanned(monkeypatch)
+    assert cut() == serial and len(serial[0]) == 4 and scanned
+
+
+def test_a_committed_sink_listed_with_worker_processes_keeps_to_its_manifest(nested, monkeypatch):
+    import connectors.listing as listing
+
+    (nested / "_manifest.json").write_text('{"files": [{"path": "a/"}, {"path": "z.jsonl"}, {"path": "b/6.txt"}]}')
+    fs = fsspec.filesystem("file")
+    monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
+    serial = list_source(fs, str(nested), str(nested), "jsonl", {})
+    scanned = _workers_scanned(monkeypatch)
+    assert list_source(fs, str(nested), str(nested), "jsonl", {}) == serial and scanned
+    assert [u[len(str(nested)) + 1:] for u, _ in serial.entries] == ["a/1.jsonl", "a/b/2.jsonl.gz", "z.jsonl"] and serial.skipped == {".txt": 1}
