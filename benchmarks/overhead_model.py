@@ -27,7 +27,9 @@ On ``N`` nodes of ``C`` CPUs each (``--cpus-per-node``, 16), ``F`` files, shards
     dataflow    = fixed + l P + max(W, L, s S) + s + waves * wave          (the first page P = 1000
                   files, then listing, work and commits at once)
 
-and the overhead is ``(dataflow - baseline) / dataflow``, for four listings: ``L = l F`` with ``l``
+and the overhead is ``(dataflow - baseline) / dataflow`` (negative where the baseline's own
+serial listing costs more than dataflow's overlapped one); "beyond work" is ``(dataflow - W) /
+dataflow``, the share of the wall the cluster is not working. Both for four listings: ``L = l F`` with ``l``
 each of ``before``, ``serial`` and ``parallel`` (one driver, as measured on this machine), and
 ``L = max(scan F / (N C), driver F)`` with ``scan = serial - driver``: folders scanned by tasks on
 the nodes, the driver doing only its share (a model: dataflow does not farm folder scans out to
@@ -163,32 +165,33 @@ def fitted(results: dict, files: int) -> dict[str, float]:
 
 
 def table(c: dict[str, float], l: dict[str, float], model_files: int, cpus_per_node: int, wave: float) -> list[str]:
-    """The model's rows: per node count, each listing's seconds and the overhead it gives (see the module docstring)."""
+    """The model's rows: per listing, per node count, its seconds and the overhead it gives (see the module docstring)."""
     from dataflow.runtime.shards import shard_size
 
-    kinds = ("before", "serial", "parallel", "spread")
     lines = [f"{model_files:,} files, {cpus_per_node} CPUs/node; w={c['w'] * 1e3:.2f} ms/file/CPU, o={c['o'] * 1e3:.2f} ms/file/CPU, "
              f"s={c['s'] * 1e3:.2f} ms/shard, fixed={c['fixed']:.2f} s; us/file: plain l0={l['plain'] * 1e6:.2f}, "
-             + ", ".join(f"{k}={l[k] * 1e6:.2f}" for k in ("before", "serial", "parallel", "driver")),
-             "spread = folders scanned on the nodes, the driver's share on the driver (modelled, not implemented)",
-             "  nodes   work(s) baseline(s) | listing(s): " + " ".join(f"{k:>9s}" for k in kinds) + " | overhead: "
-             + " ".join(f"{k:>9s}" for k in kinds) + " | bound (spread)"]
-    for n in NODES:
-        cpus = n * cpus_per_node
-        shards = -(-model_files // shard_size(cpus))
-        work = (c["w"] + c["o"]) * model_files / cpus
-        baseline = l["plain"] * model_files + c["w"] * model_files / cpus
-        listing = {k: l[k] * model_files for k in kinds[:3]}
-        listing["spread"] = max((l["serial"] - l["driver"]) * model_files / cpus, l["driver"] * model_files)
-        overhead = {}
-        for k, seconds in listing.items():
-            waves = min(shards, max(1, round(seconds / max(work, 1e-9) * 4)))  # a wave per slice of the listing the work keeps pace with (estimate)
-            first = l["driver" if k == "spread" else k] * 1000
-            ours = c["fixed"] + first + max(work, seconds, c["s"] * shards) + c["s"] + (waves - 1) * wave
-            overhead[k] = 100 * (ours - baseline) / ours
-        bound = "driver listing" if listing["spread"] > work else "work"
-        lines.append(f"  {n:5d} {work:9.0f} {baseline:11.0f} |             " + " ".join(f"{listing[k]:9.0f}" for k in kinds) + " |           "
-                     + " ".join(f"{overhead[k]:8.1f}%" for k in kinds) + f" | {bound}")
+             + ", ".join(f"{k}={l[k] * 1e6:.2f}" for k in ("before", "serial", "parallel", "driver"))]
+    titles = {
+        "before": "the listing at --before, one driver",
+        "serial": "this listing, folders one after another, one driver",
+        "parallel": "this listing as a run does it (worker processes), one driver of this machine",
+        "spread": "folders scanned on the nodes, the driver's share on the driver (a model: not implemented)",
+    }
+    for kind, title in titles.items():
+        lines += [f"{kind}: {title}", "  nodes   work(s)  baseline(s)  listing(s)  dataflow(s)  overhead  beyond work  bound"]
+        for n in NODES:
+            cpus = n * cpus_per_node
+            shards = -(-model_files // shard_size(cpus))
+            work = (c["w"] + c["o"]) * model_files / cpus
+            baseline = l["plain"] * model_files + c["w"] * model_files / cpus
+            if kind == "spread":
+                listing, first = max((l["serial"] - l["driver"]) * model_files / cpus, l["driver"] * model_files), l["driver"] * 1000
+            else:
+                listing, first = l[kind] * model_files, l[kind] * 1000
+            waves = min(shards, max(1, round(listing / max(work, 1e-9) * 4)))  # a wave per slice of the listing the work keeps pace with (estimate)
+            ours = c["fixed"] + first + max(work, listing, c["s"] * shards) + c["s"] + (waves - 1) * wave
+            lines.append(f"  {n:5d} {work:9.0f} {baseline:12.0f} {listing:11.0f} {ours:12.0f} {100 * (ours - baseline) / ours:8.1f}%"
+                         f" {100 * (ours - work) / ours:11.1f}%  {'listing' if listing > work else 'work'}")
     return lines
 
 
