@@ -81,7 +81,10 @@ def _receive(stream):
 
 
 def _serve() -> None:
-    """The worker: scan each folder read from stdin, answer on stdout, until stdin ends."""
+    """The worker: scan each folder read from stdin, answer on stdout, until stdin ends (Ctrl-C is the caller's to handle)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (folder := _receive(stdin)) is not None:
         try:
