@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -87,13 +88,18 @@ def listed(rel: str, published: set[str] | None) -> bool:
 class LocalTree:
     """A local folder tree's listing (``os.scandir``), hidden names (``.x``, ``_x``) left out.
 
+    The worker processes start once the walk has met ``parallel_after`` files, and are kept only if
+    they list faster than the walk did alone: on a machine whose other cores are busy they lose
+    (a trial over the next ``2 * parallel_after`` files, then the rest in line).
+
     Args:
         keep: The extension filter (skipped files are counted).
         recursive: List subfolders too.
         published: A committed sink's manifest paths (relative to the root), or None.
         cut: Characters of the root and its slash (what makes a path relative).
-        workers: Processes that scan folders once the walk has met ``parallel_after`` files (1: none).
-        parallel_after: Files listed in line first (default ``PARALLEL_AFTER``).
+        workers: Processes that scan folders (1: none).
+        parallel_after: Files listed in line first (default ``PARALLEL_AFTER``; 0: workers from
+            the first folder, no trial).
     """
 
     def __init__(self, keep: ExtensionFilter, recursive: bool, published: set[str] | None, cut: int, workers: int = LOCAL_WORKERS,
@@ -102,10 +108,13 @@ class LocalTree:
         self.workers, self.seen = workers, 0
         self.parallel_after = PARALLEL_AFTER if parallel_after is None else parallel_after
         self._pool: ScanPool | None = None
+        self._began = 0.0
+        self._trial: tuple[int, float, float] | None = None  # files and time when the workers started, files/s before
 
     @contextmanager
     def walk(self, root: str) -> Iterator[Iterator[Batch]]:
         """The tree's batches in path order; the worker processes, if started, stop on exit."""
+        self._began = time.perf_counter()
         try:
             yield ordered([Folder(root, scan, self.segments)], self._start if self.workers > 1 else None, AHEAD * self.workers)
         finally:
@@ -120,6 +129,15 @@ class LocalTree:
                 self._pool = ScanPool(self.workers)
             except OSError:  # no process can be started here: the same listing, in line
                 self.workers = 1
+                return None
+            if self.parallel_after:
+                now = time.perf_counter()
+                self._trial = (self.seen, now, self.seen / max(now - self._began, 1e-9))
+        elif self._trial is not None and self.seen >= self._trial[0] + 2 * self.parallel_after:
+            files, began, alone = self._trial
+            self._trial = None
+            if (self.seen - files) / max(time.perf_counter() - began, 1e-9) < alone:
+                self.workers = 1  # they lost: the folders they took come back in order, the rest are read in line
                 return None
         return self._pool.submit(folder.path)
 

@@ -222,3 +222,34 @@ def test_a_committed_sink_listed_with_worker_processes_keeps_to_its_manifest(nes
     scanned = _workers_scanned(monkeypatch)
     assert list_source(fs, str(nested), str(nested), "jsonl", {}) == serial and scanned
     assert [u[len(str(nested)) + 1:] for u, _ in serial.entries] == ["a/1.jsonl", "a/b/2.jsonl.gz", "z.jsonl"] and serial.skipped == {".txt": 1}
+
+
+def test_workers_slower_than_the_walk_alone_are_dropped_after_their_trial(tmp_path, monkeypatch):
+    """Stand-in workers that take 50 ms a folder (a machine whose other cores are busy) lose to the walk alone."""
+    import threading
+    from concurrent.futures import Future
+
+    import connectors.walk as walk
+
+    _write(str(tmp_path), [(f"d{i:02d}", f"{j}.a") for i in range(30) for j in range(2)])
+    scanned = []
+
+    class Slow:
+        def __init__(self, workers):
+            pass
+
+        def submit(self, folder):
+            scanned.append(folder)
+            future = Future()
+            threading.Timer(0.05, lambda: future.set_result(walk.scan(folder))).start()
+            return future
+
+        def close(self):
+            pass
+
+    serial, _ = _local(str(tmp_path), 1)
+    monkeypatch.setattr(walk, "ScanPool", Slow)
+    tree = LocalTree(_KEEP, True, None, len(str(tmp_path)) + 1, workers=2, parallel_after=4)
+    with tree.walk(str(tmp_path)) as batches:
+        got = [(p, i["size"], i["mtime"]) for entries, _ in batches for p, i in entries]
+    assert got == serial and tree.workers == 1 and 0 < len(scanned) < 30
