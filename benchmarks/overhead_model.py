@@ -12,7 +12,8 @@ folders of 1000 (contenders alternated, ``--rounds`` each, medians):
   it was at ``--before`` (the code of that commit, read with ``git show``);
 - ``serial``: the same with this checkout's listing, folders scanned one after another;
 - ``parallel``: this checkout's listing as a run does it: worker processes scan the folders once
-  the walk has met ``connectors.walk.PARALLEL_AFTER`` files;
+  the walk has met ``connectors.walk.PARALLEL_AFTER`` files, kept if they prove faster than the
+  walk alone (use a tree of several times that: ``--files``);
 - ``driver``: what stays on the driver whoever scans the folders: the per-file work after the
   scan (reading the scan's answer, batches, filters, pages, shard ids, fingerprint), timed with
   every folder scanned before and kept as the worker processes send it (marshal);
@@ -37,7 +38,7 @@ the cluster). Where ``L`` exceeds ``W`` the run is listing-bound and the table s
 shard's cold start (Ray Data's first execution in a new driver) is paid by the baseline too and
 cancels out.
 
-Usage: python benchmarks/overhead_model.py --json overhead.json [--bench-files 2000] [--files 100000] [--rounds 3]
+Usage: python benchmarks/overhead_model.py --json overhead.json [--bench-files 2000] [--files 200000] [--rounds 3]
        [--before 027dd14] [--model-files 100000000] [--cpus-per-node 16] [--wave 0.3]
 """
 from __future__ import annotations
@@ -199,7 +200,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", required=True, help="an overhead.py --json file (stream and ray-data runs)")
     parser.add_argument("--bench-files", type=int, default=2000, help="the --files of the overhead.py run in --json")
-    parser.add_argument("--files", type=int, default=100_000, help="files of the tree the listing is timed on")
+    parser.add_argument("--files", type=int, default=200_000, help="files of the tree the listing is timed on")
     parser.add_argument("--before", default="027dd14", help="the commit whose listing is timed as 'before' (the one before issue 18's listing change)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--model-files", type=int, default=100_000_000)
