@@ -10,12 +10,11 @@ would meet it.
 
 Local folders are scanned by worker processes (:class:`connectors.folder_scan.ScanPool`) once a
 walk has met ``PARALLEL_AFTER`` files, while they prove faster than the walk alone (they do not
-when the machine's other cores are busy: see :class:`LocalTree`). Threads lose there, every
-stat releases and retakes the
-GIL (``benchmarks/listing_workers.py``, listing and shard cut of 100,000 files on 2 cores, load
-1.5-2: one after another 5.16 us/file, 2 threads 7.22, 4 threads 9.05, 2 processes 3.09, 4
-processes 3.58). Object-store prefixes are found by threads, which wait on requests
-(``benchmarks/s3_listing.py``).
+when the machine's other cores are busy: see :class:`LocalTree`). Threads lose there, every stat
+releases and retakes the GIL (``benchmarks/listing_workers.py``, listing and shard cut of 100,000
+files on 2 cores, load 1.5-2: one after another 5.16 us/file, 2 threads 7.22, 4 threads 9.05, 2
+processes 3.09, 4 processes 3.58; with the other core busy: 4.55, 4.74, 5.35, 5.13, 6.07).
+Object-store prefixes are found by threads, which wait on requests (``benchmarks/s3_listing.py``).
 """
 from __future__ import annotations
 
