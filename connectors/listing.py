@@ -7,15 +7,14 @@ import os
 import posixpath
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any, NamedTuple
 
-from connectors.formats.compressed import codec_of, inner_name
+from connectors.extensions import LINE_FORMATS, ExtensionFilter
+from connectors.walk import LOCAL_WORKERS, Batch, LocalTree, RemoteTree, listed
 from dataflow.errors import ConnectorError
 
 __all__ = ["DEFAULT_EXTENSIONS", "LINE_FORMATS", "Listing", "list_entries", "list_files", "list_pages", "list_source", "page_size", "to_uri"]
-
-# Formats whose files may be compressed (.gz, .bz2, .xz, .zst): listed by the extension inside.
-LINE_FORMATS = frozenset({"csv", "jsonl", "text"})
 
 DEFAULT_EXTENSIONS: dict[str, tuple[str, ...]] = {
     "audio": ("aif", "aiff", "flac", "mp3", "ogg", "opus", "wav"),
@@ -94,40 +93,43 @@ def _found(fs, uri: str, path: str, recursive: bool) -> tuple[dict[str, dict[str
     found = {p: i for p, i in found.items() if i.get("type") != "directory" and not _hidden(p, root)}
     published = _published(fs, root)
     if published is not None:
-        found = {p: i for p, i in found.items() if _listed(posixpath.relpath(p, root), published)}
+        found = {p: i for p, i in found.items() if listed(posixpath.relpath(p, root), published)}
     return found, root
 
 
-def _walk_local(fs, path: str, recursive: bool) -> tuple[Iterator[tuple[str, dict[str, Any]]], str] | None:
-    """A local directory's files in sorted path order, walked lazily (``os.scandir``); None for anything else (globs, files, other filesystems)."""
-    from fsspec.implementations.local import LocalFileSystem
-
-    if not isinstance(fs, LocalFileSystem) or any(c in path for c in "*?[") or not os.path.isabs(path) or not os.path.isdir(path):
+def _walk_local(fs, path: str, keep: ExtensionFilter, recursive: bool, stack: ExitStack) -> tuple[Iterator[Batch], str] | None:
+    """A local directory's batches in sorted path order (:class:`connectors.walk.LocalTree`); None for anything else (globs, files, other filesystems)."""
+    if not _is_local(fs) or any(c in path for c in "*?[") or not os.path.isabs(path) or not os.path.isdir(path):
         return None
     root = path.rstrip("/") or "/"
-    published, cut = _published(fs, root), len(root.rstrip("/")) + 1
-
-    def walk(folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        with os.scandir(folder) as it:
-            # a folder sorts as "name/": its files come where their paths sort among the siblings'
-            found = sorted((e.name + "/" if e.is_dir() else e.name, e) for e in it if not e.name.startswith((".", "_")))
-        for key, entry in found:
-            if key.endswith("/"):
-                if recursive:
-                    yield from walk(entry.path)
-                continue
-            try:
-                st = entry.stat()
-            except FileNotFoundError:  # removed while listed
-                continue
-            if published is None or _listed(entry.path[cut:], published):
-                yield entry.path, {"name": entry.path, "size": st.st_size, "type": "file", "mtime": st.st_mtime}
-
-    return walk(root), root
+    tree = LocalTree(keep, recursive, _published(fs, root), len(root.rstrip("/")) + 1, workers=LOCAL_WORKERS if recursive else 1)
+    return stack.enter_context(tree.walk(root)), root
 
 
-def _listed(rel: str, published: set[str]) -> bool:
-    return rel in published or any(rel.startswith(f"{entry}/") for entry in published)
+def _walk_remote(fs, path: str, keep: ExtensionFilter, stack: ExitStack) -> tuple[Iterator[Batch], str] | None:
+    """A folder's batches on another filesystem, its top-level subfolders listed at once (:class:`connectors.walk.RemoteTree`); None unless ``path`` is a folder."""
+    if _is_local(fs) or any(c in path for c in "*?["):
+        return None
+    try:
+        if fs.info(path).get("type") != "directory":
+            return None
+    except FileNotFoundError:
+        return None
+    root = path.rstrip("/")
+    return stack.enter_context(RemoteTree(fs, keep, root, _published(fs, root)).walk()), root
+
+
+def _filtered(found: tuple[list[tuple[str, dict[str, Any]]], str], keep: ExtensionFilter) -> tuple[Iterator[Batch], str]:
+    """:func:`_candidates`' files as one batch, filtered by extension."""
+    files, root = found
+    entries, skipped = [], Counter()
+    for p, info in files:
+        ext = keep.skip(p[p.rfind("/") + 1:])
+        if ext is None:
+            entries.append((p, info))
+        else:
+            skipped[ext] += 1
+    return iter([(entries, dict(skipped))]), root
 
 
 class Listing(NamedTuple):
@@ -135,47 +137,6 @@ class Listing(NamedTuple):
 
     entries: list[tuple[str, dict[str, Any]]]  # (uri, listing entry), sorted by URI
     skipped: dict[str, int]  # extension (".txt", ".txt.gz"; "" for none) -> files left out for it
-
-
-def _extension(path: str, fmt: str) -> str:
-    """The extension a file is listed by: the one inside a compressed line file (``a.jsonl.gz`` -> ``jsonl``)."""
-    name = path[path.rfind("/") + 1:]
-    if name[:1] == ".":
-        return _name_extension(name, fmt)
-    key = (_suffixes(name), fmt)
-    ext = _EXTENSIONS.get(key)
-    if ext is None:
-        ext = _EXTENSIONS[key] = _name_extension("x" + key[0], fmt)
-    return ext
-
-
-def _full_extension(path: str) -> str:
-    """The extension a skipped file is reported by, with its compression suffix: ``.txt``, ``.txt.gz``."""
-    name = path[path.rfind("/") + 1:]
-    return _name_full_extension("x" + _suffixes(name)) if name[:1] != "." else _name_full_extension(name)
-
-
-def _suffixes(name: str) -> str:
-    """A name's last two suffixes (``a.b.jsonl.gz`` -> ``.jsonl.gz``): all its extensions depend on."""
-    last = name.rfind(".")
-    if last < 0:
-        return ""
-    before = name.rfind(".", 0, last)
-    return name[before:] if before >= 0 else name[last:]
-
-
-_EXTENSIONS: dict[tuple[str, str], str] = {}  # (suffixes, format) -> extension: a listing meets few distinct ones
-
-
-def _name_extension(name: str, fmt: str) -> str:
-    name = inner_name(name) if fmt in LINE_FORMATS else name
-    return name.rsplit(".", 1)[-1].lower() if "." in name else ""
-
-
-def _name_full_extension(name: str) -> str:
-    inner = inner_name(name)
-    ext = f".{inner.rsplit('.', 1)[-1]}" if "." in inner else ""
-    return (ext + name[len(inner):]).lower() if codec_of(name) else ext.lower()
 
 
 def list_entries(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -228,54 +189,72 @@ def list_pages(fs, uri: str, path: str, fmt: str, options: dict[str, Any], page:
     """:func:`list_source` page by page: pages of up to ``page`` files (default :func:`page_size`), in URI order.
 
     A local directory is walked in sorted order, so its first pages come before the walk ends;
-    other sources are listed whole, then paged. The error for a source without a matching file
-    comes after the last page.
+    its folders are scanned by worker processes once it has shown
+    ``connectors.walk.PARALLEL_AFTER`` files, while they prove faster than the walk alone
+    (:class:`connectors.walk.LocalTree`). A folder on another filesystem is listed one
+    top-level subfolder at a time (``find``), several at once on threads, each paged when its turn
+    comes; globs, single files and non-recursive sources are listed whole, then paged. Either way
+    the pages are the serial listing's. The error for a source without a matching file comes
+    after the last page.
     """
     page = page or page_size()
     names = options.get("extensions", DEFAULT_EXTENSIONS.get(fmt, ()))
     names = () if names == "*" else tuple(e.lower().lstrip(".") for e in ([names] if isinstance(names, str) else names))
-    exts = frozenset(names)
+    keep = ExtensionFilter(frozenset(names), fmt)
     min_size, max_size = _size_option(options, "min_size"), _size_option(options, "max_size")
-    ignore_missing = bool(options.get("ignore_missing", False))
-    found = _walk_local(fs, path, options.get("recursive", True)) or _candidates(fs, uri, path, options.get("recursive", True))
-    if found is None:
-        if ignore_missing:
-            return
-        raise ConnectorError(f"source '{uri}' does not exist (set source.options.ignore_missing: true to read it as empty)")
-    files, root = found
-    include, exclude = options.get("include"), options.get("exclude")
-    under = root.rstrip("/") + "/" if root else ""
-    rel = (lambda p: p[len(under):] if p.startswith(under) else posixpath.relpath(p, root)) if root else (lambda p: p)  # noqa: E731
-    local = "://" not in uri or uri.startswith("file://")
-    kept, skipped, total = [], Counter(), 0
-    all_skipped: Counter[str] = Counter()
-    for p, info in files:
-        if exts and _extension(p, fmt) not in exts:
-            skipped[_full_extension(p)] += 1
-            continue
-        if include and not any(fnmatch.fnmatch(rel(p), pat) for pat in include):
-            continue
-        if exclude and any(fnmatch.fnmatch(rel(p), pat) for pat in exclude):
-            continue
-        if min_size is not None and int(info.get("size") or 0) < min_size:
-            continue
-        if max_size is not None and int(info.get("size") or 0) > max_size:
-            continue
-        kept.append((p if local else to_uri(fs, p, uri), info))
-        if len(kept) == page:
-            total += len(kept)
-            all_skipped.update(skipped)
+    ignore_missing, recursive = bool(options.get("ignore_missing", False)), options.get("recursive", True)
+    with ExitStack() as stack:
+        found = _walk_local(fs, path, keep, recursive, stack) or (_walk_remote(fs, path, keep, stack) if recursive else None)
+        if found is None:
+            found = _candidates(fs, uri, path, recursive)
+            found = None if found is None else _filtered(found, keep)
+        if found is None:
+            if ignore_missing:
+                return
+            raise ConnectorError(f"source '{uri}' does not exist (set source.options.ignore_missing: true to read it as empty)")
+        batches, root = found
+        include, exclude = options.get("include"), options.get("exclude")
+        under = root.rstrip("/") + "/" if root else ""
+        rel = (lambda p: p[len(under):] if p.startswith(under) else posixpath.relpath(p, root)) if root else (lambda p: p)  # noqa: E731
+        local = "://" not in uri or uri.startswith("file://")
+        kept: list[tuple[str, dict[str, Any]]] = []
+        skipped: Counter[str] = Counter()
+        all_skipped: Counter[str] = Counter()
+        total = 0
+        for entries, skips in batches:
+            skipped.update(skips)
+            if include:
+                entries = [e for e in entries if any(fnmatch.fnmatch(rel(e[0]), pat) for pat in include)]
+            if exclude:
+                entries = [e for e in entries if not any(fnmatch.fnmatch(rel(e[0]), pat) for pat in exclude)]
+            if min_size is not None:
+                entries = [e for e in entries if int(e[1].get("size") or 0) >= min_size]
+            if max_size is not None:
+                entries = [e for e in entries if int(e[1].get("size") or 0) <= max_size]
+            kept += entries if local else [(to_uri(fs, p, uri), info) for p, info in entries]
+            if len(kept) >= page:
+                full = len(kept) - len(kept) % page
+                for at in range(0, full, page):
+                    all_skipped.update(skipped)
+                    yield Listing(kept[at : at + page], dict(skipped))
+                    skipped = Counter()
+                total += full
+                kept = kept[full:]
+        total += len(kept)
+        all_skipped.update(skipped)
+        if not total and not ignore_missing:
+            wanted = f" with extension {', '.join(names)}" if names else ""
+            sizes = " within source.options.min_size/max_size" if (min_size is not None or max_size is not None) else ""
+            left = "; skipped: " + ", ".join(f"{n} with extension {e or '(none)'}" for e, n in sorted(all_skipped.items())) if all_skipped else ""
+            raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter{left})")
+        if kept or skipped:
             yield Listing(kept, dict(skipped))
-            kept, skipped = [], Counter()
-    total += len(kept)
-    all_skipped.update(skipped)
-    if not total and not ignore_missing:
-        wanted = f" with extension {', '.join(names)}" if names else ""
-        sizes = " within source.options.min_size/max_size" if (min_size is not None or max_size is not None) else ""
-        left = "; skipped: " + ", ".join(f"{n} with extension {e or '(none)'}" for e, n in sorted(all_skipped.items())) if all_skipped else ""
-        raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter{left})")
-    if kept or skipped:
-        yield Listing(kept, dict(skipped))
+
+
+def _is_local(fs) -> bool:
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
 
 
 def list_files(fs, uri: str, path: str, fmt: str, options: dict[str, Any]) -> list[str]:
