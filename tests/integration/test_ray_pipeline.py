@@ -227,3 +227,23 @@ def test_the_first_shard_waits_for_the_engines_warm_up_after_the_listing_ended(r
     report = dataflow.read(str(tmp_path / "in"), format="jsonl").with_engine("ray").write(str(tmp_path / "out")).run(progress=False)
     timer.join()
     assert began == [True] and report.rows_out == 5
+
+
+def test_the_writer_is_an_operator_of_its_own_so_a_shard_runs_on_every_core(ray_local, tmp_path, capsys):
+    """Fused with the read and stages, a writer of rows_per_file rows bundles that many rows into one task: a shard of
+    400 images ran on one core. Apart (its own concurrency, no CPU of its own), the stages run a task per bundle."""
+    import ray
+
+    from dataflow.dsl.parse import parse_pipeline
+    from dataflow.engines.ray.run import written_dataset
+    from dataflow.engines.registry import compile_pipeline
+
+    doc = {"name": "w", "engine": "ray", "source": {"uri": str(tmp_path / "in"), "format": "jsonl"},
+           "steps": [{"op": "text.normalize", "params": {"column": "text"}}], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+    *_, job = compile_pipeline(parse_pipeline(doc))
+    stage = ray.data.range(64).map_batches(lambda b: b, batch_size=8)  # a task map as the stages are
+    written_dataset(job, stage, {}, str(tmp_path / "tmp"), "r1").explain()
+    physical = capsys.readouterr().out.split("Physical Plan (Optimized)")[-1]
+    operators = [line.strip("+- ") for line in physical.splitlines() if "TaskPoolMapOperator" in line]
+    assert operators[0] == "TaskPoolMapOperator[MapBatches(ShardWriter)]", physical
+    assert all("ShardWriter" not in op for op in operators[1:]), physical
