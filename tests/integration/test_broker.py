@@ -351,6 +351,8 @@ def test_nothing_fits_exits_2_with_a_reason_per_cluster(two_clusters, images, tm
     now = dt.datetime.now(dt.timezone.utc)
     closed = f"{(now + dt.timedelta(hours=1)):%H:%M}-{(now + dt.timedelta(hours=2)):%H:%M}"
     fleet.write_text(_fleet_yaml(two_clusters, {"a": f"windows: ['{closed}']\ntimezone: UTC", "b": "reserve: {num_cpus: 1}"}))
+    # b's CPU idle again: the job the test before ran there has ended, but its worker's lease may come back a moment later.
+    _wait_for("b's CPU to be idle", lambda: (lambda d: d if d and d["b"] == 1 else None)(_idle_cpus(fleet)))
     pipeline = tmp_path / "p.yaml"
     pipeline.write_text(PIPELINE.format(src=images, out=tmp_path / "out"))
     result = CliRunner().invoke(cli, ["run", str(pipeline), "--cluster", "auto", "--clusters", str(fleet)])
