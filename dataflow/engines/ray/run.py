@@ -421,6 +421,10 @@ def written_dataset(job: RayJob, ds, storage_options: dict, tmp_data: str, run_i
     holding one of two left the stages one task at a time (400 images: one worker busy, 2.45 s;
     with ``num_cpus=0`` two, 1.84 s). Its encoding then shares the cores with the stages.
     """
+    import warnings
+
+    # NOTE: Ray Data warns when fewer bundles than its concurrency reach an operator, as a small shard's writer does.
+    warnings.filterwarnings("ignore", message=r"The maximum number of concurrent tasks for 'MapBatches\(ShardWriter\)'", category=UserWarning)
     w = job.write
     writer = ShardWriter(job, storage_options, tmp_data, run_id, publish_root)
     return ds.map_batches(writer, batch_size=w.rows_per_file, batch_format=ARROW, concurrency=max(1, int(cluster_cpus())), num_cpus=0)
