@@ -9,6 +9,7 @@ from dataflow.dsl.parse import parse_pipeline
 from dataflow.engines.base import RunOptions
 from dataflow.runner import run_pipeline
 from tests.datagen import write_jsonl
+from tests.trees import workers_scanned
 
 
 def _run(tmp_path, name):
@@ -26,7 +27,6 @@ def _run(tmp_path, name):
 
 def test_a_run_listed_by_worker_processes_equals_the_serial_run(ray_local, tmp_path, monkeypatch):
     import connectors.listing as listing
-    import connectors.walk as walk
 
     for f, rel in enumerate(["a/1.jsonl", "a/b/2.jsonl", "a/_tmp/x.jsonl", "b/3.ndjson", "b/c/4.jsonl", "c/.x.jsonl", "d/5.jsonl",
                              "d/e/f/6.jsonl", "d/e/7.txt", "z.jsonl", "a-b.jsonl"]):  # fmt: skip
@@ -35,15 +35,6 @@ def test_a_run_listed_by_worker_processes_equals_the_serial_run(ray_local, tmp_p
     monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
     serial = _run(tmp_path, "serial")
 
-    scanned = []
-
-    class Counted(walk.ScanPool):
-        def submit(self, folder):
-            scanned.append(folder)
-            return super().submit(folder)
-
-    monkeypatch.setattr(listing, "LOCAL_WORKERS", 2)
-    monkeypatch.setattr(walk, "PARALLEL_AFTER", 0)
-    monkeypatch.setattr(walk, "ScanPool", Counted)
+    scanned = workers_scanned(monkeypatch)
     parallel = _run(tmp_path, "parallel")
     assert parallel == serial and serial[0] == 8 * 3 and len(serial[2]) == 2 and len(scanned) == 11

@@ -73,22 +73,15 @@ def _check(rows: list[dict], expected: list[dict]) -> None:
 KINDS = {"timestamp_utc": pa.timestamp("us", "UTC"), "timestamp_ms_local": pa.timestamp("ms"), "date": pa.date32()}
 
 
+@pytest.mark.parametrize("engine", ["ray", "spark"])
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("windows", [("1h", None), ("1h", "30m")], ids=["tumbling", "sliding"])
-def test_timestamp_and_date_time_columns_on_ray(ray_local, tmp_path, kind, windows):
+def test_timestamp_and_date_time_columns(request, tmp_path, engine, kind, windows):
+    request.getfixturevalue(f"{engine}_local")
     size, slide = (("2d", "1d") if windows[1] else ("2d", None)) if kind == "date" else windows
     seconds = {"1h": 3600, "30m": 1800, "2d": 172800, "1d": 86400}
     expected = _expected(KINDS[kind], seconds[size], seconds[slide or size])
-    _check(_run(tmp_path, "ray", _table(KINDS[kind]), size, slide), expected)
-
-
-@pytest.mark.parametrize("kind", list(KINDS))
-@pytest.mark.parametrize("windows", [("1h", None), ("1h", "30m")], ids=["tumbling", "sliding"])
-def test_timestamp_and_date_time_columns_on_spark(spark_local, tmp_path, kind, windows):
-    size, slide = (("2d", "1d") if windows[1] else ("2d", None)) if kind == "date" else windows
-    seconds = {"1h": 3600, "30m": 1800, "2d": 172800, "1d": 86400}
-    expected = _expected(KINDS[kind], seconds[size], seconds[slide or size])
-    _check(_run(tmp_path, "spark", _table(KINDS[kind]), size, slide), expected)
+    _check(_run(tmp_path, engine, _table(KINDS[kind]), size, slide), expected)
 
 
 @pytest.mark.parametrize("engine", ["ray", "spark"])

@@ -9,29 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectors.listing import _candidates, list_pages, list_source, page_size
-
-_PART = st.text(alphabet="ab0.-_ ", min_size=1, max_size=4).filter(lambda p: p not in (".", ".."))
-
-
-def _write(root, paths):
-    import os
-
-    for rel in paths:
-        path = os.path.join(root, *rel)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write("x" * len(rel))
-        except (IsADirectoryError, FileExistsError, NotADirectoryError):  # a name drawn as both a file and a folder
-            pass
-
+from tests.trees import PART, write_tree
 
 @settings(max_examples=60, deadline=None)
-@given(paths=st.lists(st.lists(_PART, min_size=1, max_size=3), max_size=25), page=st.integers(1, 7), recursive=st.booleans())
+@given(paths=st.lists(st.lists(PART, min_size=1, max_size=3), max_size=25), page=st.integers(1, 7), recursive=st.booleans())
 def test_pages_in_order_equal_the_fsspec_listing(paths, page, recursive):
     root = tempfile.mkdtemp()
     try:
-        _write(root, paths)
+        write_tree(root, paths)
         fs = fsspec.filesystem("file")
         pages = list(list_pages(fs, root, root, "binary", {"recursive": recursive, "ignore_missing": True}, page=page))
         got = [(u, i["size"], i["mtime"]) for p in pages for u, i in p.entries]

@@ -14,26 +14,10 @@ from hypothesis import strategies as st
 from connectors.extensions import ExtensionFilter
 from connectors.listing import _candidates, list_source
 from connectors.walk import LocalTree, RemoteTree
+from tests.trees import PART, workers_scanned, write_tree
 
-_PART = st.text(alphabet="ab0.-_ ", min_size=1, max_size=4).filter(lambda p: p not in (".", ".."))
-_TREES = st.lists(st.lists(_PART, min_size=1, max_size=4), max_size=30)
+_TREES = st.lists(st.lists(PART, min_size=1, max_size=4), max_size=30)
 _KEEP = ExtensionFilter(frozenset({"a", "b"}), "jsonl")  # half the drawn names have another extension: counted as skipped
-
-
-def _write(root, paths, empty=()):
-    for rel in paths:
-        path = os.path.join(root, *rel)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write("x" * len(rel))
-        except (IsADirectoryError, FileExistsError, NotADirectoryError):  # a name drawn as both a file and a folder
-            pass
-    for rel in empty:
-        try:
-            os.makedirs(os.path.join(root, *rel), exist_ok=True)
-        except (FileExistsError, NotADirectoryError):  # a file drawn there
-            pass
 
 
 def _local(root, workers, keep=_KEEP):
@@ -44,11 +28,11 @@ def _local(root, workers, keep=_KEEP):
 
 
 @settings(max_examples=40, deadline=None)
-@given(paths=_TREES, empty=st.lists(st.lists(_PART, min_size=1, max_size=3), max_size=4))
+@given(paths=_TREES, empty=st.lists(st.lists(PART, min_size=1, max_size=3), max_size=4))
 def test_worker_processes_list_a_local_tree_exactly_as_the_serial_walk(paths, empty):
     root = tempfile.mkdtemp()
     try:
-        _write(root, paths, empty)
+        write_tree(root, paths, empty)
         serial, serial_skips = _local(root, 1)
         parallel, parallel_skips = _local(root, 2)
         want = [(p, i["size"], i["mtime"]) for p, i in (_candidates(fsspec.filesystem("file"), root, root, True) or ([], ""))[0]
@@ -60,7 +44,7 @@ def test_worker_processes_list_a_local_tree_exactly_as_the_serial_walk(paths, em
 
 
 def test_a_small_tree_starts_no_worker_process(tmp_path):
-    _write(str(tmp_path), [("a", "x.a"), ("b", "y.a")])
+    write_tree(str(tmp_path), [("a", "x.a"), ("b", "y.a")])
     tree = LocalTree(_KEEP, True, None, len(str(tmp_path)) + 1, workers=2)
     with tree.walk(str(tmp_path)) as batches:
         assert [p for entries, _ in batches for p, _ in entries] == [f"{tmp_path}/a/x.a", f"{tmp_path}/b/y.a"]
@@ -68,7 +52,7 @@ def test_a_small_tree_starts_no_worker_process(tmp_path):
 
 
 def test_a_symlink_loop_fails_the_parallel_walk_as_the_serial_one_after_the_same_files(tmp_path):
-    _write(str(tmp_path), [("a", "1.a"), ("b", "2.a"), ("c", "3.a")])
+    write_tree(str(tmp_path), [("a", "1.a"), ("b", "2.a"), ("c", "3.a")])
     os.symlink(tmp_path / "b" / "loop.a", tmp_path / "b" / "loop.a")
     failures = []
     for workers in (1, 2):
@@ -92,7 +76,7 @@ def _walk_until_error(root, workers):
 
 def test_a_subfolder_too_deep_to_open_fails_the_parallel_walk_as_the_serial_one(tmp_path):
     """A folder the walk cannot open, even as root: its path is longer than PATH_MAX."""
-    _write(str(tmp_path), [("a", "1"), ("c", "3")])
+    write_tree(str(tmp_path), [("a", "1"), ("c", "3")])
     fd, deep = os.open(tmp_path, os.O_RDONLY), str(tmp_path / "b")
     os.mkdir("b", dir_fd=fd)
     for _ in range(17):  # 17 x 256 characters: past PATH_MAX (4096)
@@ -108,7 +92,7 @@ def test_a_subfolder_too_deep_to_open_fails_the_parallel_walk_as_the_serial_one(
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder")
 def test_an_unreadable_subfolder_fails_the_parallel_walk_as_the_serial_one(tmp_path):
-    _write(str(tmp_path), [("a", "1"), ("b", "2"), ("c", "3")])
+    write_tree(str(tmp_path), [("a", "1"), ("b", "2"), ("c", "3")])
     (tmp_path / "b").chmod(0)
     try:
         serial, parallel = _walk_until_error(str(tmp_path), 1), _walk_until_error(str(tmp_path), 2)
@@ -148,24 +132,6 @@ def test_the_source_listing_of_another_filesystem_keeps_its_skips_and_hidden_fol
     fs.rm(root, recursive=True)
 
 
-def _workers_scanned(monkeypatch) -> list[str]:
-    """Let source listings scan folders in 2 worker processes from the first file; return the folders those scanned."""
-    import connectors.listing as listing
-    import connectors.walk as walk
-
-    scanned = []
-
-    class Counted(walk.ScanPool):
-        def submit(self, folder):
-            scanned.append(folder)
-            return super().submit(folder)
-
-    monkeypatch.setattr(listing, "LOCAL_WORKERS", 2)
-    monkeypatch.setattr(walk, "PARALLEL_AFTER", 0)
-    monkeypatch.setattr(walk, "ScanPool", Counted)
-    return scanned
-
-
 @pytest.fixture
 def nested(tmp_path):
     """A source tree with nested and empty folders, hidden entries, other extensions, compressed files and sizes."""
@@ -190,7 +156,7 @@ def test_the_source_listing_with_worker_processes_is_the_serial_one(nested, monk
     fs = fsspec.filesystem("file")
     monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
     serial = list_source(fs, str(nested), str(nested), "jsonl", options)
-    scanned = _workers_scanned(monkeypatch)
+    scanned = workers_scanned(monkeypatch)
     assert list_source(fs, str(nested), str(nested), "jsonl", options) == serial
     assert serial.entries and serial.skipped == ({} if options.get("recursive") is False else {".txt": 1, ".txt.gz": 1})
     assert len(scanned) == (0 if options.get("recursive") is False else 11)  # every visible folder, the root too, in worker processes
@@ -208,7 +174,7 @@ def test_shards_cut_from_the_parallel_listing_have_the_serial_ids_and_fingerprin
 
     monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
     serial = cut()
-    scanned = _workers_scanned(monkeypatch)
+    scanned = workers_scanned(monkeypatch)
     assert cut() == serial and len(serial[0]) == 4 and scanned
 
 
@@ -219,7 +185,7 @@ def test_a_committed_sink_listed_with_worker_processes_keeps_to_its_manifest(nes
     fs = fsspec.filesystem("file")
     monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
     serial = list_source(fs, str(nested), str(nested), "jsonl", {})
-    scanned = _workers_scanned(monkeypatch)
+    scanned = workers_scanned(monkeypatch)
     assert list_source(fs, str(nested), str(nested), "jsonl", {}) == serial and scanned
     assert [u[len(str(nested)) + 1:] for u, _ in serial.entries] == ["a/1.jsonl", "a/b/2.jsonl.gz", "z.jsonl"] and serial.skipped == {".txt": 1}
 
@@ -231,7 +197,7 @@ def test_workers_slower_than_the_walk_alone_are_dropped_after_their_trial(tmp_pa
 
     import connectors.walk as walk
 
-    _write(str(tmp_path), [(f"d{i:02d}", f"{j}.a") for i in range(30) for j in range(2)])
+    write_tree(str(tmp_path), [(f"d{i:02d}", f"{j}.a") for i in range(30) for j in range(2)])
     scanned = []
 
     class Slow:
