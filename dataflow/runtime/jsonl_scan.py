@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from dataflow.columns import SOURCE
+from dataflow.columns import SOURCE, is_working
 from dataflow.ops.table.duck import quoted
 
 __all__ = ["scan_sql", "supported"]
@@ -30,7 +30,8 @@ _OK, _LINE = "__df_ok__", "__df_line__"
 
 def supported(schema: pa.Schema) -> bool:
     """Whether every declared field (``schema`` without ``__source__``) has a type the scan reads: strings, ints, doubles, booleans, structs of them."""
-    return all(_supported(f.type) for f in schema if f.name != SOURCE) and len({f.name.lower() for f in schema}) == len(schema)
+    fields = [f for f in schema if f.name != SOURCE]  # a field spelled like a working column keeps the Arrow way, which refuses its values
+    return all(_supported(f.type) and not is_working(f.name) for f in fields) and len({f.name.lower() for f in schema}) == len(schema)
 
 
 def _supported(kind: pa.DataType) -> bool:

@@ -38,14 +38,16 @@ class ReadFusedStage:
     """``read`` then ``stage`` per batch of listed files, each file scanned by DuckDB in the stage's query where it can be."""
 
     def __init__(self, read: ReadStream, stage: FusedStageFn):
+        from connectors.formats.typed_jsonl import arrow_schema
+
         self.read, self.stage = read, stage
+        self.schema = arrow_schema(read.options["schema"])  # parsed once, at the driver
 
     def __call__(self, batch: Columns) -> Iterator[pa.Table]:
         from connectors.formats.aligned import object_lines
-        from connectors.formats.typed_jsonl import arrow_schema
         from connectors.registry import compression_of, count_bytes_read, io_counters, strip_scheme
 
-        schema, side = arrow_schema(self.read.options["schema"]), self.stage.side
+        schema, side = self.schema, self.stage.side
         io_before = io_counters()
         uris = [str(u) for u in batch["uri"]]
         read, steps, partial, scanned, rest = StepStats(), {}, StepStats(), [], []
