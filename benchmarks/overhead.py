@@ -4,9 +4,8 @@ Small JSON-lines files (``--files`` of ``--rows`` rows) -> filter + a computed c
 run by three contenders in fresh processes joined to the same Ray cluster (Ray start is not
 timed; the timed part starts after ``ray.init``):
 
-- ``stream``: ``dataflow run --stream-shards`` (one streaming Dataset over every shard);
-- ``per-shard``: ``dataflow`` as it is by default (one Dataset per shard, two at once:
-  also forced here, for the same comparison as before);
+- ``stream``: ``dataflow run`` as it is by default (one streaming Dataset over every shard);
+- ``per-shard``: ``dataflow run --no-stream-shards`` (one Dataset per shard, two at once);
 - ``ray-data``: a hand-written Ray Data script (``read_json`` -> ``map_batches`` -> ``write_parquet``),
   the pure work.
 

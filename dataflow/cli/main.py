@@ -55,7 +55,8 @@ def cli() -> None:
 @click.option("--quiet", is_flag=True, help="Print no progress and no summary.")
 @click.option("--verbose", is_flag=True, help="Also print Ray's and Spark's own INFO and WARNING lines and Ray workers' output.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout instead of the summary (progress stays on stderr).")
-@click.option("--stream-shards", is_flag=True, help="Ray: run every shard in one streaming Dataset instead of one Dataset per shard (experimental; see README, Shards).")
+@click.option("--stream-shards/--no-stream-shards", default=True, show_default=True,
+              help="Ray: run every shard in one streaming Dataset, or (--no-stream-shards) one Dataset per shard, two at a time (see README, Shards).")
 @click.option(
     "--cache-dir", help="Read remote inputs through a node-local cache in this folder (overrides storage.cache.dir and DATAFLOW_CACHE_DIR; '' turns it off)."
 )

@@ -71,7 +71,7 @@ class RunOptions:
     shuffle_partitions: int | None = None  # Ray: partitions of each global step's shuffle (default 2 per CPU)
     spill_dir: str | None = None  # Ray: where a local Ray spills its object store to disk (default Ray's, under /tmp)
     verbose: bool = False  # show the engines' own INFO and WARNING lines and Ray workers' output (--verbose)
-    stream_shards: bool = False  # Ray: every shard of a run in one streaming Dataset (--stream-shards; see README "Shards")
+    stream_shards: bool = True  # Ray: every shard of a run in one streaming Dataset; False: one Dataset per shard (--no-stream-shards; README "Shards")
 
 
 class CompiledJob(Protocol):

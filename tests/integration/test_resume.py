@@ -78,7 +78,7 @@ def _wait_for_markers(out: pathlib.Path, n: int, proc: subprocess.Popen, timeout
     raise AssertionError(f"run ended or timed out before {n} shards committed: {proc.communicate()}")
 
 
-@pytest.mark.parametrize(("kill_after", "flags"), [(1, ()), (3, ()), (6, ()), (3, ("--stream-shards",))],
+@pytest.mark.parametrize(("kill_after", "flags"), [(1, ("--no-stream-shards",)), (3, ("--no-stream-shards",)), (6, ("--no-stream-shards",)), (3, ())],
                          ids=["after-1-shard", "after-3-shards", "after-6-shards", "streamed-after-3-shards"])
 @pytest.mark.timeout(300 * KILL_ROUNDS)
 def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, tmp_path, kill_after, flags):
@@ -100,7 +100,7 @@ def test_kill_9_then_resume_equals_a_clean_run(ray_local, images, clean_digest, 
         assert (out / "_dataflow" / "report.json").exists()
 
 
-@pytest.mark.parametrize("flags", [(), ("--stream-shards",)], ids=["per-shard", "streamed"])
+@pytest.mark.parametrize("flags", [("--no-stream-shards",), ()], ids=["per-shard", "streamed"])
 def test_kill_9_while_listing_then_resume_keeps_the_committed_shards(ray_local, images, clean_digest, tmp_path, flags):
     """Killed before its listing ended (no input fingerprint yet): the resume lists everything first and keeps the shards whose files did not change."""
     out = tmp_path / "out"
