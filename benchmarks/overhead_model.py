@@ -39,7 +39,7 @@ shard's cold start (Ray Data's first execution in a new driver) is paid by the b
 cancels out.
 
 Usage: python benchmarks/overhead_model.py --json overhead.json [--bench-files 2000] [--files 200000] [--rounds 3]
-       [--before 027dd14] [--model-files 100000000] [--cpus-per-node 16] [--wave 0.3]
+       [--before 027dd14] [--model-files 100000000] [--cpus-per-node 16] [--wave 0.3] [--work-ms MS ...]
 """
 from __future__ import annotations
 
@@ -206,6 +206,8 @@ def main() -> None:
     parser.add_argument("--model-files", type=int, default=100_000_000)
     parser.add_argument("--cpus-per-node", type=int, default=16)
     parser.add_argument("--wave", type=float, default=0.3, help="seconds to start a later wave's Dataset")
+    parser.add_argument("--work-ms", type=float, nargs="*", default=[],
+                        help="also model these works per file per CPU (ms) in place of the fitted w, e.g. image.py's: ours_draft_s x CPUs / images")
     args = parser.parse_args()
     costs = fitted(json.loads(pathlib.Path(args.json).read_text()), args.bench_files)
     times = time_listings(args.files, args.rounds, args.before)
@@ -214,7 +216,9 @@ def main() -> None:
           f"load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, {os.cpu_count()} CPUs:")
     for name, values in times.items():
         print(f"  {name:9s} {statistics.median(values) * 1e6:6.2f} ({min(values) * 1e6:.2f}-{max(values) * 1e6:.2f})")
-    print("\n".join(table(costs, {k: statistics.median(v) for k, v in times.items()}, args.model_files, args.cpus_per_node, args.wave)))
+    listings = {k: statistics.median(v) for k, v in times.items()}
+    for work in [None, *args.work_ms]:
+        print("\n".join(table(costs if work is None else {**costs, "w": work / 1e3}, listings, args.model_files, args.cpus_per_node, args.wave)))
 
 if __name__ == "__main__":
     main()
