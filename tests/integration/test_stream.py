@@ -124,3 +124,27 @@ def test_files_whose_names_end_like_a_fragment_route_as_themselves(ray_local, tm
     assert report.published and report.rows_out == 9
     manifest = json.loads((tmp_path / "out" / "_manifest.json").read_text())
     assert len(manifest["shards"]) == 3 and sorted(pq.read_table(tmp_path / "out").column("n").to_pylist()) == [f * 10 + i for f in range(3) for i in range(3)]
+
+
+@pytest.mark.parametrize("options", [RunOptions(progress=False), RunOptions(progress=False, stream_shards=False)], ids=["default", "per-shard"])
+def test_runs_stream_by_default_and_go_per_shard_when_told(ray_local, corpus, tmp_path, monkeypatch, options):
+    from dataflow.engines.ray import stream
+    from dataflow.engines.ray.engine import RayEngine
+
+    streams, datasets = [], []
+    real_stream, real_execute = stream.stream_shards, RayEngine.execute
+
+    def one_stream(*args, **kwargs):
+        streams.append(len(args[1]))
+        return real_stream(*args, **kwargs)
+
+    def execute(self, job, ctx, *args, **kwargs):
+        datasets.append(ctx.inputs)
+        return real_execute(self, job, ctx, *args, **kwargs)
+
+    monkeypatch.setattr(stream, "stream_shards", one_stream)
+    monkeypatch.setattr(RayEngine, "execute", execute)
+    report = run_pipeline(_spec(tmp_path), options)
+    shards = FILES // PER_SHARD
+    assert (streams, len(datasets)) == (([shards], 0) if options.stream_shards else ([], shards))
+    assert report.published and len(json.loads((tmp_path / "out" / "_manifest.json").read_text())["shards"]) == shards

@@ -208,3 +208,19 @@ def test_usage_errors_exit_2_and_version_prints():
 def test_help_has_examples():
     for command in ("run", "ops"):
         assert "Examples:" in CliRunner().invoke(cli, [command, "--help"]).output
+
+
+@pytest.mark.parametrize(("flags", "streamed"), [((), True), (("--stream-shards",), True), (("--no-stream-shards",), False)])
+def test_run_streams_shards_unless_told_not_to(tmp_path, monkeypatch, flags, streamed):
+    import dataflow.runner
+    from dataflow.errors import RunError
+
+    seen = []
+
+    def run_pipeline(spec, options, **_):
+        seen.append(options.stream_shards)
+        raise RunError("stopped before any engine started")
+
+    monkeypatch.setattr(dataflow.runner, "run_pipeline", run_pipeline)
+    result = CliRunner().invoke(cli, ["run", str(ROOT / "pipelines" / "thumbnails.yaml"), "--quiet", *flags])
+    assert seen == [streamed] and result.exit_code == 1, result.output
