@@ -59,6 +59,9 @@ def test_quickstart_starts_its_own_ray_and_prints_the_summary(fresh_env, tmp_pat
     assert len(rows) == 37 and all(max(r["width"], r["height"]) <= 256 and r["bytes"][:4] == b"RIFF" for r in rows)
     # The run's own local Ray lived under this RAY_TMPDIR: it joined no other cluster.
     assert list((ray_tmp / "ray").glob("session_2*")), sorted(p.name for p in ray_tmp.rglob("*"))[:20]
+    # It started lean (session._lean_local_start): a raylet and its agents, no dashboard API server.
+    logs = [p.name for p in (ray_tmp / "ray").glob("session_2*/logs/*")]
+    assert "raylet.out" in logs and "dashboard_agent.log" in logs and "dashboard.log" not in logs, sorted(logs)
     # Quiet by default: Ray's own INFO / WARNING lines (Python's and its C++ core's) stay out of the output.
     assert not re.search(r"\b(INFO|WARNING)\b|^\[\d{4}-\d\d-\d\d [\d:,]+ [IWE] ", out.stderr, re.M), out.stderr
 

@@ -1,4 +1,4 @@
-"""Ray session settings: object store size and spilling folder, shuffle partitions, quiet logs, the record of ``dataflow up``."""
+"""Ray session settings: object store size and spilling folder, the lean local start, shuffle partitions, quiet logs, the record of ``dataflow up``."""
 from __future__ import annotations
 
 import json
@@ -37,6 +37,49 @@ def test_the_spilling_folder_comes_from_the_environment_else_rays_default(monkey
     monkeypatch.delenv("DATAFLOW_RAY_SPILL_DIR")
     session._init(fake, None, None)
     assert "_system_config" not in fake.kwargs
+
+
+class _StartingRay:
+    """``ray.init`` that records what a local head start would meet: the API server starter and the agents' ports."""
+
+    def init(self, **kwargs):
+        from ray._private import parameter, services
+
+        self.api_server = services.start_api_server
+        self.ports = [getattr(parameter.RayParams(), name) for name in session._AGENT_PORTS]
+
+
+def test_a_local_start_skips_the_api_server_and_gives_the_agents_free_ports_then_restores_ray(monkeypatch):
+    from ray._private import parameter, services
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("DATAFLOW_RAY_LEAN_START", raising=False)
+    before = parameter.RayParams.__init__, services.start_api_server
+    fake = _StartingRay()
+    session._init(fake, None, None)
+    assert fake.api_server is not before[1] and fake.api_server(None, False) == (None, None), "no dashboard process is started (or waited for)"
+    assert len(set(fake.ports)) == 4 and all(isinstance(p, int) and p > 0 for p in fake.ports)
+    assert (parameter.RayParams.__init__, services.start_api_server) == before, "Ray's own functions are back after the start"
+    assert [getattr(parameter.RayParams(), n) for n in ("metrics_agent_port", "runtime_env_agent_port")] == [None, None], "later RayParams are Ray's own"
+
+
+def test_the_lean_start_is_off_with_the_environment_or_a_ray_of_another_shape(monkeypatch):
+    from ray._private import ray_constants, services
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("DATAFLOW_RAY_LEAN_START", "0")
+    fake = _StartingRay()
+    session._init(fake, None, None)
+    assert fake.api_server is services.start_api_server and fake.ports == [None, ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, None, None], "Ray's own start"
+    monkeypatch.delenv("DATAFLOW_RAY_LEAN_START")
+
+    def api_server(include_dashboard, host, raise_on_failure):  # another Ray's signature: left alone
+        raise AssertionError("not called here")
+
+    monkeypatch.setattr(services, "start_api_server", api_server)
+    fake = _StartingRay()
+    session._init(fake, None, None)
+    assert fake.api_server is api_server
 
 
 def test_shuffle_partitions_given_else_environment_else_two_per_cpu(monkeypatch):
