@@ -79,15 +79,23 @@ def _init(ray, address: str | None, object_store_memory: int | None, spill_dir: 
     if spill_dir:
         spilling = {"type": "filesystem", "params": {"directory_path": spill_dir}}
         kwargs["_system_config"] = {"object_spilling_config": json.dumps(spilling)}
-    with _lean_local_start():
-        ray.init(include_dashboard=False, object_store_memory=object_store_memory, **kwargs)
+    with _lean_local_start() as lean:
+        try:
+            ray.init(include_dashboard=False, object_store_memory=object_store_memory, **kwargs)
+            return
+        except Exception as exc:  # noqa: BLE001 - Ray's own start below raises whatever is not the lean start's
+            if not lean:
+                raise
+            _log.debug("dataflow: the lean start of a local Ray failed (%s); starting it as Ray does", exc)
+    ray.shutdown()
+    ray.init(include_dashboard=False, object_store_memory=object_store_memory, **kwargs)
 
 
 _AGENT_PORTS = ("metrics_agent_port", "dashboard_agent_listen_port", "runtime_env_agent_port", "metrics_export_port")
 
 
 @contextlib.contextmanager
-def _lean_local_start() -> Iterator[None]:
+def _lean_local_start() -> Iterator[bool]:
     """While the run's own local Ray starts, leave out the waits for what it never uses (~1 s of a 4 s start on 2 cores).
 
     NOTE: Ray 2.60's ``ray.init`` starts a minimal dashboard process (its API server) even with
@@ -97,15 +105,16 @@ def _lean_local_start() -> Iterator[None]:
     ``services.start_api_server`` answers "no dashboard" (what it returns when one fails to start)
     and the agents get free ports chosen up front, as Ray chooses its other ports. Either alone
     gains nothing; together the cold e2e CLI run took 10.1 s instead of 11.3 s (medians of 5,
-    alternated). Only where this Ray has both as expected, else Ray starts as usual;
-    ``DATAFLOW_RAY_LEAN_START=0`` turns it off.
+    alternated). Only where this Ray has both as expected (yields whether it applies), else Ray
+    starts as usual, and so it does again when a lean start fails; ``DATAFLOW_RAY_LEAN_START=0``
+    turns it off.
     """
     from ray._private import parameter, services
 
     params_init, api_server = parameter.RayParams.__init__, services.start_api_server
     known = set(inspect.signature(params_init).parameters) >= set(_AGENT_PORTS) and list(inspect.signature(api_server).parameters)[:2] == ["include_dashboard", "raise_on_failure"]
     if os.environ.get("DATAFLOW_RAY_LEAN_START", "1") == "0" or not known:
-        yield
+        yield False
         return
 
     def init(self, *args, **kwargs):
@@ -116,7 +125,7 @@ def _lean_local_start() -> Iterator[None]:
     parameter.RayParams.__init__ = init
     services.start_api_server = lambda *args, **kwargs: (None, None)
     try:
-        yield
+        yield True
     finally:
         parameter.RayParams.__init__, services.start_api_server = params_init, api_server
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from dataflow.engines.ray import local_cluster, session, shuffle
 
 
@@ -80,6 +82,42 @@ def test_the_lean_start_is_off_with_the_environment_or_a_ray_of_another_shape(mo
     fake = _StartingRay()
     session._init(fake, None, None)
     assert fake.api_server is api_server
+
+
+def test_a_lean_start_that_fails_is_started_again_as_ray_does(monkeypatch):
+    from ray._private import services
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("DATAFLOW_RAY_LEAN_START", raising=False)
+    original = services.start_api_server
+
+    class FailsLean(_StartingRay):
+        def __init__(self):
+            self.calls = []
+
+        def init(self, **kwargs):
+            super().init(**kwargs)
+            self.calls.append(self.api_server is original)
+            if self.api_server is not original:
+                raise RuntimeError("a Ray that wants its API server")
+
+        def shutdown(self):
+            self.calls.append("shutdown")
+
+    fake = FailsLean()
+    session._init(fake, None, None)
+    assert fake.calls == [False, "shutdown", True]
+
+    class FailsAlways(FailsLean):
+        def init(self, **kwargs):
+            self.calls.append("init")
+            raise ValueError("object_store_memory too large")
+
+    monkeypatch.setenv("DATAFLOW_RAY_LEAN_START", "0")
+    fake = FailsAlways()
+    with pytest.raises(ValueError, match="too large"):
+        session._init(fake, None, None)
+    assert fake.calls == ["init"], "Ray's own start fails once, as it is"
 
 
 def test_shuffle_partitions_given_else_environment_else_two_per_cpu(monkeypatch):
