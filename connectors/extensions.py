@@ -1,6 +1,8 @@
 """The extension filter of a listing: which file names a source reads, decided once per suffix pair."""
 from __future__ import annotations
 
+from typing import Any
+
 from connectors.folder_scan import suffixes
 from connectors.formats.compressed import codec_of, inner_name
 
@@ -29,6 +31,18 @@ class ExtensionFilter:
     def skip(self, name: str) -> str | None:
         """None when ``name`` (a base name) is kept, else the extension it is skipped for (``.txt``, ``.txt.gz``, ``""``)."""
         return self.verdict(suffixes(name)) if self.extensions else None
+
+    def split(self, entries: list[tuple[str, Any]]) -> tuple[list[tuple[str, Any]], dict[str, int]]:
+        """``(path, info)`` entries in the order given: those kept, and the others counted by the extension they are skipped for."""
+        kept, skipped = [], {}
+        for entry in entries:
+            path = entry[0]
+            ext = self.skip(path[path.rfind("/") + 1:])
+            if ext is None:
+                kept.append(entry)
+            else:
+                skipped[ext] = skipped.get(ext, 0) + 1
+        return kept, skipped
 
     def verdict(self, key: str) -> str | None:
         """:meth:`skip` of the names whose :func:`connectors.folder_scan.suffixes` are ``key``."""

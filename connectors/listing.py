@@ -122,14 +122,7 @@ def _walk_remote(fs, path: str, keep: ExtensionFilter, stack: ExitStack) -> tupl
 def _filtered(found: tuple[list[tuple[str, dict[str, Any]]], str], keep: ExtensionFilter) -> tuple[Iterator[Batch], str]:
     """:func:`_candidates`' files as one batch, filtered by extension."""
     files, root = found
-    entries, skipped = [], Counter()
-    for p, info in files:
-        ext = keep.skip(p[p.rfind("/") + 1:])
-        if ext is None:
-            entries.append((p, info))
-        else:
-            skipped[ext] += 1
-    return iter([(entries, dict(skipped))]), root
+    return iter([keep.split(files)]), root
 
 
 class Listing(NamedTuple):

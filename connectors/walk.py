@@ -228,18 +228,13 @@ class RemoteTree:
     def batch(self, found: dict[str, dict[str, Any]]) -> Batch:
         """The files of ``found`` (path -> info) the source reads, sorted, and those the extension filter skipped."""
         under, published = self.root + "/", self.published
-        entries, skipped = [], {}
+        entries = []
         for path, info in sorted(found.items()):
             if info.get("type") == "directory":
                 continue
             rel = path[len(under):] if path.startswith(under) else posixpath.basename(path)
             if any(part[:1] in (".", "_") for part in rel.split("/")):
                 continue
-            if published is not None and not listed(posixpath.relpath(path, self.root), published):
-                continue
-            ext = self.keep.skip(path[path.rfind("/") + 1:])
-            if ext is None:
+            if published is None or listed(posixpath.relpath(path, self.root), published):
                 entries.append((path, info))
-            else:
-                skipped[ext] = skipped.get(ext, 0) + 1
-        return entries, skipped
+        return self.keep.split(entries)
