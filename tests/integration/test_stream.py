@@ -148,3 +148,26 @@ def test_runs_stream_by_default_and_go_per_shard_when_told(ray_local, corpus, tm
     shards = FILES // PER_SHARD
     assert (streams, len(datasets)) == (([shards], 0) if options.stream_shards else ([], shards))
     assert report.published and len(json.loads((tmp_path / "out" / "_manifest.json").read_text())["shards"]) == shards
+
+
+def test_a_stream_of_fewer_read_tasks_than_its_concurrency_is_quiet(ray_local, tmp_path, monkeypatch):
+    """Ray Data's warning that an operator got fewer inputs than its concurrency is about dataflow's own maps: left out."""
+    import warnings
+
+    from dataflow.engines.ray import stream
+
+    streams, real_stream = [], stream.stream_shards
+    monkeypatch.setattr(stream, "stream_shards", lambda *args, **kwargs: streams.append(len(args[1])) or real_stream(*args, **kwargs))
+    for f in range(6):  # 3 shards of 2 files: 3 read tasks, fewer than the stream's concurrency (2 per CPU)
+        write_jsonl(tmp_path / "in" / f"f{f}.jsonl", [{"n": f * 10 + i} for i in range(3)])
+    spec = parse_pipeline({
+        "name": "few", "engine": "ray",
+        "source": {"uri": str(tmp_path / "in"), "format": "jsonl", "options": {"files_per_shard": 2}},
+        "steps": [{"op": "table.filter_rows", "params": {"where": "n >= 0"}}],
+        "sink": {"uri": str(tmp_path / "out"), "format": "parquet"},
+    })
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert run_pipeline(spec, RunOptions(progress=False)).rows_out == 18
+    assert streams == [3]
+    assert not [str(w.message) for w in seen if "concurrent tasks" in str(w.message)]

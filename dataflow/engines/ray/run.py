@@ -29,7 +29,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 if TYPE_CHECKING:
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["build_dataset", "stream_concurrency", "stream_fused", "stream_written", "written_dataset"]
+__all__ = ["build_dataset", "quiet_few_inputs", "stream_concurrency", "stream_fused", "stream_written", "written_dataset"]
 
 READ_STEP = -1
 NAMED_READ_STEP = -2  # bad records of named sources (a join's right side)
@@ -410,6 +410,19 @@ def _named_table(job: RayJob, side: SideOutputs, storage_options: dict, cache: C
     return ds
 
 
+def quiet_few_inputs() -> None:
+    """Leave out Ray Data's warning that fewer bundles than its concurrency reached one of dataflow's own maps.
+
+    NOTE: Ray Data warns when an operator with a ``concurrency`` gets fewer inputs, as a small
+    shard's writer or a streamed run of a few files does; it is expected there and nothing the user
+    can change. Called where those maps are made (a filter set at import would not outlive a
+    ``warnings.catch_warnings`` block around it, as in notebooks' and pytest's).
+    """
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"The maximum number of concurrent tasks for 'MapBatches\((ShardWriter|Routed)\)", category=UserWarning)
+
+
 def written_dataset(job: RayJob, ds, storage_options: dict, tmp_data: str, run_id: str, publish_root: str | None = None):
     """``ds`` through the shard's writers, ``rows_per_file`` rows a batch, as an operator of its own.
 
@@ -421,10 +434,7 @@ def written_dataset(job: RayJob, ds, storage_options: dict, tmp_data: str, run_i
     holding one of two left the stages one task at a time (400 images: one worker busy, 2.45 s;
     with ``num_cpus=0`` two, 1.84 s). Its encoding then shares the cores with the stages.
     """
-    import warnings
-
-    # NOTE: Ray Data warns when fewer bundles than its concurrency reach an operator, as a small shard's writer does.
-    warnings.filterwarnings("ignore", message=r"The maximum number of concurrent tasks for 'MapBatches\(ShardWriter\)'", category=UserWarning)
+    quiet_few_inputs()
     w = job.write
     writer = ShardWriter(job, storage_options, tmp_data, run_id, publish_root)
     return ds.map_batches(writer, batch_size=w.rows_per_file, batch_format=ARROW, concurrency=max(1, int(cluster_cpus())), num_cpus=0)

@@ -27,7 +27,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.base import RunOptions, ShardRun
 from dataflow.engines.ray.compile import ARROW, RayGlobal, RayJob
 from dataflow.engines.ray.routed import SHARD, Routed, ShardPlace
-from dataflow.engines.ray.run import ShardWriter, build_dataset, stream_concurrency, stream_fused
+from dataflow.engines.ray.run import ShardWriter, build_dataset, quiet_few_inputs, stream_concurrency, stream_fused
 from dataflow.runtime.routes import ShardRoutes
 
 __all__ = ["stream_shards", "streamable"]
@@ -69,6 +69,7 @@ def stream_shards(job: RayJob, runs: list[ShardRun], options: RunOptions, done: 
     try:
         ds = build_dataset(job, None, first.storage_options, inputs=files, cache=first.cache, partitions=options.shuffle_partitions, routes=routes)
         writer = ShardWriter(job, first.storage_options, first.tmp_data, first.run_id, first.publish_root)
+        quiet_few_inputs()
         # Fused with the read (whole blocks, cut into files of rows_per_file rows) or apart from the stages (see run.stream_concurrency).
         per_file = None if stream_fused(job) else job.write.rows_per_file
         out = ds.map_batches(Routed(routes, SOURCE, fn=writer, tag=True), batch_size=per_file, batch_format=ARROW, **stream_concurrency(routes))
