@@ -52,20 +52,27 @@ def _read_type(kind: pa.DataType) -> str:
 
 
 def _value(ref: str, kind: pa.DataType, checks: list[str]) -> str:
-    """The typed value of the raw field ``ref``, adding the tests its raw JSON must pass to ``checks``."""
+    """The typed value of the raw field ``ref``, adding the tests its raw JSON must pass to ``checks``.
+
+    The tests read the value's JSON text (a number's starts with ``-``, a digit, ``N`` for NaN or ``I``
+    for Infinity; an integer's is digits alone), cheaper than parsing it again with
+    ``json_type``; a number is cast from its text, which gives what casting the JSON value gives.
+    They are in the row's check, not left to the casts: a field no step reads is never cast.
+    """
     if pa.types.is_string(kind):
         return ref
     if pa.types.is_struct(kind):
         fields = ", ".join(f"{quoted(f.name)} := {_value(f'{ref}.{quoted(f.name)}', f.type, checks)}" for f in kind)
         return f"CASE WHEN {ref} IS NULL THEN NULL ELSE struct_pack({fields}) END"
-    if kind in _INTS:  # JSON integers in range only (yyjson types a non-negative one UBIGINT)
-        checks.append(f"({ref} IS NULL OR (json_type({ref}) IN ('BIGINT', 'UBIGINT') AND TRY_CAST({ref} AS {_INTS[kind]}) IS NOT NULL))")
-        return f"CAST({ref} AS {_INTS[kind]})"
+    text = f"CAST({ref} AS VARCHAR)"
     if pa.types.is_boolean(kind):
-        checks.append(f"({ref} IS NULL OR json_type({ref}) = 'BOOLEAN')")
+        checks.append(f"({ref} IS NULL OR {text} IN ('true', 'false'))")
         return f"CAST({ref} AS BOOLEAN)"
-    checks.append(f"({ref} IS NULL OR json_type({ref}) IN ('DOUBLE', 'BIGINT', 'UBIGINT'))")  # any JSON number
-    return f"CAST({ref} AS DOUBLE)"
+    if kind in _INTS:  # JSON integers in range only
+        checks.append(f"({ref} IS NULL OR (regexp_full_match({text}, '-?[0-9]+') AND TRY_CAST({text} AS {_INTS[kind]}) IS NOT NULL))")
+        return f"CAST({text} AS {_INTS[kind]})"
+    checks.append(f"({ref} IS NULL OR ascii({text}) IN (45, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 73, 78))")  # any JSON number
+    return f"CAST({text} AS DOUBLE)"
 
 
 def scan_sql(path: str, schema: pa.Schema) -> str | None:

@@ -19,7 +19,7 @@ from dataflow.runtime.fused_sql import FusedAggregate
 from dataflow.runtime.stage import StepCall
 
 DECLARED = {"service": "string", "level": "string", "lat": "double", "msg": "string", "n": "int", "big": "bigint", "ok": "boolean",
-            "ctx": "struct<region: string, attempt: int, inner: struct<w: double>>"}
+            "spare": "double", "tries": "int", "ctx": "struct<region: string, attempt: int, inner: struct<w: double>>"}  # no step reads spare or tries
 SCHEMA = arrow_schema(DECLARED)
 AGGS = {"c": "count(*)", "mu": "avg(lat)", "p": "percentile_approx(lat, 0.5)", "errs": "count_if(code LIKE '5%')", "eu": "count_if(region = 'eu')",
         "sn": "sum(n)", "sb": "max(big)", "oks": "count_if(ok)", "w": "max(ctx.inner.w)", "m": "max(msg)"}
@@ -85,6 +85,8 @@ ODD = {  # one line each; "scanned": DuckDB takes the file and gives what the Ar
     "extra fields": ({"extra": {"deep": [1]}}, "scanned"),
     "an integer for a double": ({"lat": 7}, "scanned"),
     "a huge double": ({"lat": 1e308}, "scanned"),
+    "infinities for a double": ({"lat": float("inf"), "ctx": {"inner": {"w": float("-inf")}}}, "scanned"),
+    "a negative int and bigint": ({"n": -(2**31), "big": -(2**63)}, "scanned"),
     "a string for a double, on a line the filter drops": ({"lat": "1.5", "level": "DEBUG"}, "fell back"),
     "a float for an int": ({"n": 1.5}, "fell back"),
     "an integral float for an int": ({"n": 2.0}, "fell back"),
@@ -95,6 +97,13 @@ ODD = {  # one line each; "scanned": DuckDB takes the file and gives what the Ar
     "a float for an int in a struct, on a line the filter drops": ({"ctx": {"attempt": 1.5}, "level": "DEBUG"}, "fell back"),
     "a string for a struct": ({"ctx": "eu"}, "fell back"),
     "a string for a double in a nested struct": ({"ctx": {"inner": {"w": "x"}}}, "fell back"),
+    "a string for a double no step reads": ({"spare": "1.5"}, "fell back"),
+    "a boolean for a double no step reads": ({"spare": False}, "fell back"),
+    "an int for a double no step reads": ({"spare": -3}, "scanned"),
+    "a float for an int no step reads": ({"ctx": {"attempt": 1.5}}, "fell back"),
+    "a string for an int no step reads": ({"ctx": {"attempt": "1"}}, "fell back"),
+    "an int out of range no step reads": ({"tries": -(2**31) - 1}, "fell back"),
+    "an int no step reads": ({"tries": 2**31 - 1}, "scanned"),
 }
 
 
@@ -114,6 +123,10 @@ RAW = {  # file bodies: any line break, blank line or other shape sends the file
     "two objects on a line": json.dumps(GOOD[0]).encode() + json.dumps(GOOD[1]).encode() + b"\n",
     "a duplicate key": b'{"service": "a", "service": "b", "level": "INFO"}\n',
     "a NaN literal": b'{"service": "a", "level": "INFO", "lat": NaN}\n{"service": "a", "level": "INFO", "lat": 2.0}\n',
+    "an exponent for an int": b'{"service": "a", "level": "DEBUG", "n": 1e2}\n',
+    "a capital exponent for an int": b'{"service": "a", "level": "DEBUG", "n": 1E2}\n',
+    "a NaN for an int": b'{"service": "a", "level": "DEBUG", "n": NaN}\n',
+    "an infinity for a bigint": b'{"service": "a", "level": "DEBUG", "big": -Infinity}\n',
     "no last line break": b"\n".join(json.dumps(r).encode() for r in GOOD[:4]),
     "bytes that are not UTF-8": b'{"service": "\xff", "level": "INFO"}\n',
 }
