@@ -221,3 +221,32 @@ def test_the_engine_lets_ray_data_read_the_cluster_resources_promptly(ray_local)
 
     RayEngine().start(RunOptions(progress=False))
     assert ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S == LIMITS_REFRESH_S
+
+
+def _meet(batch, folder: str, timeout: float = 30.0):
+    """A task that marks its start in ``folder`` and waits (up to ``timeout``) for the other task's mark: whether they met."""
+    import pathlib
+    import time
+
+    here = pathlib.Path(folder)
+    (here / str(int(batch["id"][0]))).touch()
+    deadline = time.monotonic() + timeout
+    while len(list(here.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling the condition: the other task's mark
+    return {"met": [len(list(here.iterdir())) == 2] * len(batch["id"])}
+
+
+def test_an_execution_runs_tasks_side_by_side_from_its_start(ray_local, tmp_path, monkeypatch):
+    """Ray 2.60 asks for an execution's resources without waiting and reads limits of zero at first (one task); the first read is the cluster's (``session._FirstReadSeeded``).
+
+    The refresh of the limits is turned off here, so only that first read lets the second task start while the first runs.
+    """
+    from ray.data._internal.execution.resource_manager import ResourceManager
+
+    from dataflow.engines.base import RunOptions
+    from dataflow.engines.ray.engine import RayEngine
+
+    RayEngine().start(RunOptions(progress=False))
+    monkeypatch.setattr(ResourceManager, "GLOBAL_LIMITS_UPDATE_INTERVAL_S", 1e9)
+    ds = ray_local.data.range(2, override_num_blocks=2).map_batches(_meet, fn_kwargs={"folder": str(tmp_path)}, batch_size=1)
+    assert [r["met"] for r in ds.take_all()] == [True, True]

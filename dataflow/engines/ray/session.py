@@ -144,18 +144,51 @@ LIMITS_REFRESH_S = 0.05
 
 
 def prompt_resource_limits() -> None:
-    """Let each Ray Data execution use every CPU within ``LIMITS_REFRESH_S`` of its start, not after a second.
+    """Let each Ray Data execution use every CPU from its start, not after a second.
 
     NOTE: Ray 2.60's executor starts each execution with resource limits of zero: it asks its
     autoscaling coordinator (an actor) without waiting and re-reads the answer only every
     ``ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S`` (1 s). Until then only one task runs:
-    the logs benchmark's two read tasks ran one after the other (0.8 s each) on 2 CPUs. The
-    attribute is left alone where a Ray version has none.
+    the logs benchmark's two read tasks ran one after the other (0.8 s each) on 2 CPUs. So the
+    answer is re-read every ``LIMITS_REFRESH_S``, and the first read, made before the coordinator
+    can have answered, takes the cluster's resources as Ray reports them (``_FirstReadSeeded``):
+    at 50 ms alone the second task still waited for the executor's next loop (up to 0.1 s). A Ray
+    version without the attribute, or whose ``ResourceManager`` takes no ``get_total_resources``,
+    is left alone.
     """
     from ray.data._internal.execution.resource_manager import ResourceManager
 
     if getattr(ResourceManager, "GLOBAL_LIMITS_UPDATE_INTERVAL_S", 0) > LIMITS_REFRESH_S:
         ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S = LIMITS_REFRESH_S
+    init = ResourceManager.__init__
+    if getattr(init, "_dataflow_seeded", False) or "get_total_resources" not in inspect.signature(init).parameters:
+        return
+
+    def seeded(self, *args, **kwargs):
+        bound = inspect.signature(init).bind(self, *args, **kwargs)
+        bound.arguments["get_total_resources"] = _FirstReadSeeded(bound.arguments["get_total_resources"])
+        init(*bound.args, **bound.kwargs)
+
+    seeded._dataflow_seeded = True  # type: ignore[attr-defined]
+    ResourceManager.__init__ = seeded
+
+
+class _FirstReadSeeded:
+    """An execution's reads of its total resources: the cluster's (``ray.cluster_resources``) for a first answer of none, then the coordinator's."""
+
+    def __init__(self, read):
+        self.read, self.first = read, True
+
+    def __call__(self):
+        got = self.read()
+        if self.first and not got.cpu and not got.gpu:
+            import ray
+            from ray.data import ExecutionResources
+
+            total = ray.cluster_resources()
+            got = ExecutionResources(cpu=total.get("CPU", 0.0), gpu=total.get("GPU", 0.0), object_store_memory=total.get("object_store_memory", 0.0))
+        self.first = False
+        return got
 
 
 def warm_workers(job: object | None = None, modules: tuple[str, ...] = WARM_MODULES) -> None:
