@@ -161,11 +161,12 @@ def prompt_resource_limits() -> None:
     if getattr(ResourceManager, "GLOBAL_LIMITS_UPDATE_INTERVAL_S", 0) > LIMITS_REFRESH_S:
         ResourceManager.GLOBAL_LIMITS_UPDATE_INTERVAL_S = LIMITS_REFRESH_S
     init = ResourceManager.__init__
-    if getattr(init, "_dataflow_seeded", False) or "get_total_resources" not in inspect.signature(init).parameters:
+    signature = inspect.signature(init)
+    if getattr(init, "_dataflow_seeded", False) or "get_total_resources" not in signature.parameters:
         return
 
     def seeded(self, *args, **kwargs):
-        bound = inspect.signature(init).bind(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs)
         bound.arguments["get_total_resources"] = _FirstReadSeeded(bound.arguments["get_total_resources"])
         init(*bound.args, **bound.kwargs)
 
