@@ -10,6 +10,7 @@ process is gone is stale and ignored.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -20,7 +21,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-__all__ = ["LocalCluster", "running", "start", "stop"]
+__all__ = ["LocalCluster", "free_ports", "running", "start", "stop"]
 
 _READY = "Ray runtime started"
 
@@ -65,10 +66,13 @@ def running() -> LocalCluster | None:
     return cluster if _alive(cluster.pid) else None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports free on every interface now (the sockets are held until all are found)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
+        for s in sockets:
+            s.bind(("", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 def start(num_cpus: int | None = None, object_store_memory: int | None = None, spill_dir: str | None = None, timeout: float = 120.0) -> LocalCluster:
@@ -78,7 +82,7 @@ def start(num_cpus: int | None = None, object_store_memory: int | None = None, s
         return current
     folder = _state_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_ports(1)[0]
     # Its own temp folder: Ray's default one would record the cluster where every plain ray.init() on this
     # machine (tests, other tools) looks for a cluster to join.
     # Ray's socket paths must stay short: under RAY_TMPDIR or /tmp, as Ray's own default, not TMPDIR.

@@ -6,7 +6,6 @@ import inspect
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -111,6 +110,8 @@ def _lean_local_start() -> Iterator[bool]:
     """
     from ray._private import parameter, services
 
+    from dataflow.engines.ray.local_cluster import free_ports
+
     params_init, api_server = parameter.RayParams.__init__, services.start_api_server
     known = set(inspect.signature(params_init).parameters) >= set(_AGENT_PORTS) and list(inspect.signature(api_server).parameters)[:2] == ["include_dashboard", "raise_on_failure"]
     if os.environ.get("DATAFLOW_RAY_LEAN_START", "1") == "0" or not known:
@@ -119,7 +120,7 @@ def _lean_local_start() -> Iterator[bool]:
 
     def init(self, *args, **kwargs):
         params_init(self, *args, **kwargs)
-        for name, port in zip(_AGENT_PORTS, _free_ports(len(_AGENT_PORTS))):
+        for name, port in zip(_AGENT_PORTS, free_ports(len(_AGENT_PORTS))):
             setattr(self, name, port)
 
     parameter.RayParams.__init__ = init
@@ -128,15 +129,6 @@ def _lean_local_start() -> Iterator[bool]:
         yield True
     finally:
         parameter.RayParams.__init__, services.start_api_server = params_init, api_server
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports free on every interface now (the sockets are held until all are found)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
-        for s in sockets:
-            s.bind(("", 0))
-        return [s.getsockname()[1] for s in sockets]
 
 
 #: How often (seconds) Ray Data's executor re-reads the cluster's resources; Ray 2.60's own is 1 s (see ``prompt_resource_limits``).
