@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 __all__ = ["cluster_cpus", "ensure_ray", "executing", "prompt_resource_limits", "release", "warm_workers", "warmed"]
@@ -310,8 +311,12 @@ def release() -> None:
         _kill([i.process for infos in node.all_processes.values() for i in infos])
 
 
-def _kill(processes: list[subprocess.Popen]) -> None:
-    """SIGKILL ``processes`` and every process they started, then reap ``processes``."""
+def _kill(processes: list[subprocess.Popen], wait_s: float = 5.0) -> None:
+    """SIGKILL ``processes`` and every process they started, reap ``processes`` and wait (up to ``wait_s``) until the others are gone.
+
+    A SIGKILL is delivered after ``kill`` returns, so a worker could still run for a moment after
+    this returned; the others are not ours to reap (a dead one is a zombie until its new parent reaps it).
+    """
     import psutil
 
     children = []
@@ -329,3 +334,15 @@ def _kill(processes: list[subprocess.Popen]) -> None:
         if p.poll() is None:
             p.kill()
         p.wait()
+    deadline = time.monotonic() + wait_s
+    while (children := [c for c in children if _running(c)]) and time.monotonic() < deadline:
+        time.sleep(0.001)  # polling the condition: each killed child gone or a zombie
+
+
+def _running(process) -> bool:
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
