@@ -4,7 +4,7 @@ It generates ``--lines`` JSON log lines (switch and application logs: ts, host, 
 latency_ms, msg, a nested ``ctx`` object) in 32 files, then times, in alternated rounds, four jobs
 over the same files that give the same groups: dataflow's pipeline (``PIPELINE``: a ``jsonl`` source
 with the declared schema the hand-written jobs use, ``filter_rows``, struct field access and
-``regexp_extract`` in ``with_columns``, ``aggregate`` with count, avg and ``percentile_approx``) on Spark and on Ray (DuckDB scanning each file inside the fused query, ``dataflow.engines.ray.fused_read``), a hand-written
+``regexp_extract`` in ``with_columns``, ``aggregate`` with count, avg and ``percentile_approx``) on Spark and on Ray (DuckDB scanning each read task's files inside the fused query, ``dataflow.engines.ray.fused_read``), a hand-written
 PySpark job and a hand-written DuckDB query. It prints each job's median with min and max, and
 the ratios dataflow-on-Spark / PySpark (target <= 1.05) and dataflow-on-Ray / DuckDB (target <= 1.3).
 """

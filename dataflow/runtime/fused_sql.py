@@ -13,18 +13,22 @@ steps run one by one, and says so by returning None where it cannot:
 - a stage where a ``with_columns`` expression computes a floating-point column: step by step,
   since a NaN it computes reads as null in the next step's query but not inside one query.
 
-``run_file`` runs the same query over a local JSON-lines file that DuckDB scans itself
-(``runtime.jsonl_scan``), with the same states and counters as over the file's Arrow read.
+``run_files`` runs the same query over local JSON-lines files that DuckDB scans itself
+(``runtime.jsonl_scan``), with the same states and counters as over the files' Arrow reads.
 """
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataflow.columns import SOURCE
 from dataflow.runtime.stage import StepCall, StepStats
+
+if TYPE_CHECKING:
+    from dataflow.runtime.jsonl_scan import JsonlScan
 
 __all__ = ["FUSABLE", "FusedAggregate", "fusable"]
 
@@ -74,29 +78,27 @@ class FusedAggregate:
             return None
         return self._counted(states, table.num_rows, time.perf_counter() - start)
 
-    def run_file(self, path: str, schema: pa.Schema, lines: int) -> tuple[pa.Table, dict[int, StepStats], StepStats] | None:
-        """``run`` over a local JSON-lines file of ``lines`` lines, each starting with ``{``, read as ``schema`` by DuckDB in the query (``jsonl_scan``).
+    def run_files(self, scan: JsonlScan, schema: pa.Schema) -> tuple[pa.Table, dict[int, StepStats], StepStats] | None:
+        """``run`` over local JSON-lines files, each line starting with ``{``, read as ``schema`` by DuckDB in the query (``jsonl_scan``).
 
-        None: read it the Arrow way (a value of another kind, a bad line, a path DuckDB would glob,
-        steps whose query keeps no ``__source__``, which carries the kind check).
+        None: read them the Arrow way (a value of another kind, a bad line in any of them, steps
+        whose query keeps no ``__source__``, which carries the kind check).
         """
         import duckdb
 
-        from dataflow.lineage import LINE
         from dataflow.ops.table import duck
-        from dataflow.runtime.jsonl_scan import scan_sql
 
-        sql, scan = self._sql_for(schema), scan_sql(path, schema)
-        if sql is None or scan is None or not self._keeps_source[schema] or not lines:
+        sql, rows = self._sql_for(schema), sum(scan.lines)
+        if sql is None or not self._keeps_source[schema] or not rows:
             return None
         start = time.perf_counter()
         try:
-            states = duck.run(f"WITH {duck.TABLE} AS NOT MATERIALIZED ({scan}) {sql}")
+            states = duck.run(f"WITH {duck.TABLE} AS NOT MATERIALIZED ({scan.sql(schema)}) {sql}")
         except (duckdb.Error, UnicodeDecodeError):  # NOTE: DuckDB may cut a message quoting the line inside a UTF-8 character
             return None
-        i = states.column_names.index(SOURCE)  # the smallest line number as text sorts as the smallest source does
-        states = states.set_column(i, SOURCE, pc.binary_join_element_wise(f"{path}{LINE}", states.column(i), ""))
-        return self._counted(states, lines, time.perf_counter() - start)
+        i = states.column_names.index(SOURCE)  # each group's smallest line key: its smallest source
+        states = states.set_column(i, SOURCE, scan.sources(states.column(i)))
+        return self._counted(states, rows, time.perf_counter() - start)
 
     def _sql_for(self, schema: pa.Schema) -> str | None:
         if schema not in self._sql:

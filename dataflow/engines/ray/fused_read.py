@@ -1,9 +1,9 @@
-"""Typed JSON lines straight into the partial states of the aggregation after the first stage: one DuckDB query per file.
+"""Typed JSON lines straight into the partial states of the aggregation after the first stage: one DuckDB query per read task.
 
 Where the read is a local ``jsonl`` source with a declared schema and the stage after it runs as
 one query with the aggregation's partial states (``fused_stage``), each read task asks DuckDB to
-scan each file inside that query (``FusedAggregate.run_file``): no Arrow table of the lines is
-built. A file it cannot take (compressed, another encoding, a line that does not start with ``{``,
+scan its files inside that query, all in one (``FusedAggregate.run_files``; where that fails, each
+alone): no Arrow table of the lines is built. A file it cannot take (compressed, another encoding, a line that does not start with ``{``,
 a CR, a value of another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks
 and ``FusedStageFn`` on each; its row errors are the same. Both give the same states and counters.
 """
@@ -47,34 +47,46 @@ class ReadFusedStage:
         from connectors.formats.aligned import object_lines
         from connectors.registry import compression_of, count_bytes_read, io_counters, strip_scheme
 
-        schema, side = self.schema, self.stage.side
+        side = self.stage.side
         io_before = io_counters()
         uris = [str(u) for u in batch["uri"]]
-        read, steps, partial, scanned, rest = StepStats(), {}, StepStats(), [], []
-        for i, uri in enumerate(uris):
+        lines = {}  # path: lines, of the files DuckDB may scan
+        for uri in uris:
             path = strip_scheme(uri)
-            lines = object_lines(path, cr=False) if compression_of(uri) is None else None
-            done = self.stage.fused().run_file(path, schema, lines) if lines else None
+            n = object_lines(path, cr=False) if compression_of(uri) is None else None
+            if n:
+                lines[path] = n
+        done = self._scan(lines)  # all the files in one query; where it fails (a value of another kind in one of them), each alone
+        parts = [(lines, done)] if done is not None else [({p: n}, self._scan({p: n})) for p, n in lines.items()] if len(lines) > 1 else []
+        read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
+        for files, done in parts:
             if done is None:
-                rest.append(i)
                 continue
             states, stats, part = done
-            scanned.append(uri)
-            read.add(StepStats(rows_in=lines, rows_out=lines))
+            scanned.update(files)
+            read.add(StepStats(rows_in=sum(files.values()), rows_out=sum(files.values())))
             for index, st in stats.items():
                 steps.setdefault(index, StepStats()).add(st)
             partial.add(part)
-            count_bytes_read(_size(path))
+            for path in files:
+                count_bytes_read(_size(path))
             yield states
         if scanned:
-            key = batch_key(scanned)
+            key = batch_key([u for u in uris if strip_scheme(u) in scanned])
             side.write("read", key, [], {READ_STEP: read})
             side.write(self.stage.stage.name, key, [], steps)
             side.write(f"{self.stage.partial_name}-partial", key, [], {self.stage.call.index: partial})
             record_io(side.uri, side.storage_options, shard_tmp_of(side), "read", key, io_before, io_counters())
+        rest = [i for i, u in enumerate(uris) if strip_scheme(u) not in scanned]
         if rest:
             for block in self.read({k: v[rest] for k, v in batch.items()}):
                 yield self.stage(block if isinstance(block, pa.Table) else to_arrow(block))
+
+    def _scan(self, files: dict[str, int]) -> tuple[pa.Table, dict[int, StepStats], StepStats] | None:
+        from dataflow.runtime.jsonl_scan import JsonlScan
+
+        scan = JsonlScan.of(files)
+        return self.stage.fused().run_files(scan, self.schema) if scan is not None else None
 
 
 def _size(path: str) -> int:

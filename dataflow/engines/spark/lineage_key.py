@@ -1,18 +1,9 @@
-"""The lineage of JSON lines read by ``json_fast`` as a number that sorts as its ``path#line=N`` strings do.
+"""The lineage of JSON lines read by ``json_fast`` as a number that sorts as its ``path#line=N`` strings do (``dataflow.line_key``).
 
-An aggregate keeps each group's smallest ``__source__`` string. Building that string for every
-row and comparing strings cost more than the rest of the lineage, so while the rows pass only
-through steps that carry ``__source__`` unread (``SparkRead.lineage_key_until``) it is a BIGINT
-key with the same order, and only the aggregate's minima become strings (``LineKey.decoded``).
-
-The key is ``rank << 38 | padded << 4 | digits``: ``rank`` is the file's place among the paths,
-``padded`` the line number's digits right-padded with zeros to ten digits, ``digits`` their
-count. Within a file the numbers compare as digit strings do ("1" < "10" < "100" < "2": by the
-first differing digit, then a string before its extensions). Across files the paths decide,
-since "#" sorts below every character of a plain path: a path that is a prefix of another sorts
-first, with all its lines. The rank is found per row by a binary search of comparisons of the
-row's file name, so the files of one read are capped (``MAX_FILES``); paths that need escaping,
-or more files, keep the strings.
+While the rows pass only through steps that carry ``__source__`` unread (``SparkRead.lineage_key_until``)
+it is the BIGINT key, and only the aggregate's minima become strings (``LineKey.decoded``). The
+rank is found per row by a binary search of comparisons of the row's file name, so the files of
+one read are capped (``MAX_FILES``); paths that need escaping, or more files, keep the strings.
 """
 from __future__ import annotations
 
@@ -23,13 +14,12 @@ from pyspark.sql import functions as F
 
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
+from dataflow.line_key import DIGITS, LINE_BITS, padded_terms
 from dataflow.lineage import LINE
 
 __all__ = ["MAX_FILES", "LineKey"]
 
 MAX_FILES = 256  # a binary search of 8 comparisons per row
-_DIGITS = 10  # a line number is below 2**33 (monotonically_increasing_id's row bits) < 10**10
-_LINE_BITS = 38  # padded: below 10**10 < 2**34; digits: 4 bits
 
 
 @dataclass(frozen=True)
@@ -48,8 +38,8 @@ class LineKey:
             mid = (lo + hi) // 2
             return f"CASE WHEN input_file_name() < {sql_literal(uris[mid])} THEN {rank(lo, mid)} ELSE {rank(mid, hi)} END"
 
-        padded = " ".join(f"WHEN {line} < {10**d}L THEN {line} * {10 ** (_DIGITS - d) << 4}L + {d}L" for d in range(1, _DIGITS))
-        return f"shiftleft(CAST({rank(0, len(uris))} AS BIGINT), {_LINE_BITS}) + CASE {padded} ELSE shiftleft({line}, 4) + {_DIGITS}L END"
+        padded = " ".join(f"WHEN {line} < {bound}L THEN {line} * {scale}L + {d}L" for bound, scale, d in padded_terms())  # a line number is below 2**33 < 10**DIGITS
+        return f"shiftleft(CAST({rank(0, len(uris))} AS BIGINT), {LINE_BITS}) + CASE {padded} ELSE shiftleft({line}, 4) + {DIGITS}L END"
 
     def decoded(self, df: DataFrame) -> DataFrame:
         """``df`` with its ``__source__`` keys (an aggregate's minima) as the strings they stand for.
@@ -60,8 +50,8 @@ class LineKey:
             return df
         key = sql_name(SOURCE)
         paths = f"array({', '.join(sql_literal(p) for p in self.paths)})"
-        scale = f"array({', '.join(f'{10 ** (_DIGITS - d)}L' for d in range(1, _DIGITS + 1))})"
-        low = f"({key} & {(1 << _LINE_BITS) - 1}L)"
+        scale = f"array({', '.join(f'{10 ** (DIGITS - d)}L' for d in range(1, DIGITS + 1))})"
+        low = f"({key} & {(1 << LINE_BITS) - 1}L)"
         line = f"shiftright({low}, 4) div element_at({scale}, CAST({low} & 15L AS INT))"
-        text = f"concat(element_at({paths}, CAST(shiftright({key}, {_LINE_BITS}) AS INT) + 1), {sql_literal(LINE)}, CAST({line} AS STRING))"
+        text = f"concat(element_at({paths}, CAST(shiftright({key}, {LINE_BITS}) AS INT) + 1), {sql_literal(LINE)}, CAST({line} AS STRING))"
         return df.withColumn(SOURCE, F.expr(text))

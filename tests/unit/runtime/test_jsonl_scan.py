@@ -1,5 +1,5 @@
-"""A JSON-lines file scanned by DuckDB inside the fused query (``FusedAggregate.run_file``) gives the states and counters
-of its Arrow read (``read_typed_jsonl_blocks``) run through the same query, or None where that read has a row error."""
+"""JSON-lines files scanned by DuckDB inside the fused query (``FusedAggregate.run_files``) give the states and counters
+of their Arrow reads (``read_typed_jsonl_blocks``) run through the same query, or None where a read has a row error."""
 from __future__ import annotations
 
 import json
@@ -16,6 +16,7 @@ from connectors.formats.typed_jsonl import arrow_schema, read_typed_jsonl_blocks
 from dataflow.ops.table.partial_aggregate import two_phase
 from dataflow.ops.table.sql import parse_aggregation
 from dataflow.runtime.fused_sql import FusedAggregate
+from dataflow.runtime.jsonl_scan import JsonlScan
 from dataflow.runtime.stage import StepCall
 
 DECLARED = {"service": "string", "level": "string", "lat": "double", "msg": "string", "n": "int", "big": "bigint", "ok": "boolean",
@@ -57,7 +58,8 @@ def _check(path: str) -> str:
     """Scan and Arrow way agree; returns which way the scan went ("scanned" or "fell back")."""
     lines = object_lines(path, cr=False)
     table, bad = _arrow_way(path)
-    done = _fused().run_file(path, SCHEMA, lines) if lines else None
+    scan = JsonlScan.of({path: lines}) if lines else None
+    done = _fused().run_files(scan, SCHEMA) if scan else None
     if done is None:
         return "fell back"
     assert not bad, f"the scan took a file whose Arrow read has row errors: {bad}"
@@ -157,3 +159,33 @@ def test_any_values_give_the_arrow_ways_states_or_fall_back(tmp_path, lines):
     path = tmp_path / "h.jsonl"
     path.write_text("".join(json.dumps(_row(i, **over), ensure_ascii=False) + "\n" for i, over in lines), encoding="utf-8")
     _check(str(path))
+
+
+def test_files_scanned_together_give_the_states_of_their_arrow_reads(tmp_path):
+    """One query over several files: a group's smallest source is found in whichever file holds it, its lines counted in that file."""
+    bodies = {"a.jsonl": GOOD[:7], "a.jsonl.2": [_row(i, service="z") for i in range(12)], "b.jsonl": [*GOOD[3:25], _row(40, service="z")]}
+    for name, rows in bodies.items():
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    paths = [str(tmp_path / name) for name in reversed(bodies)]
+    scan = JsonlScan.of({p: object_lines(p, cr=False) for p in paths})
+    states, stats, partial = _fused().run_files(scan, SCHEMA)
+    want = _fused().run(pa.concat_tables(_arrow_way(p)[0] for p in paths))
+    _same(states, want[0])
+    assert states.to_pylist()[[r["service"] for r in states.to_pylist()].index("z")]["__source__"] == f"{tmp_path}/a.jsonl.2#line=1"
+    strip = lambda s: {k: {**v.as_dict(), "seconds": 0} for k, v in s.items()}  # noqa: E731
+    assert strip(stats) == strip(want[1]) and partial.rows_in == want[2].rows_in and stats[0].rows_in == 7 + 12 + 23
+
+
+def test_a_value_of_another_kind_in_one_file_fails_the_files_scanned_with_it(tmp_path):
+    for name, rows in {"a.jsonl": GOOD, "b.jsonl": [*GOOD[:5], _row(5, n=1.5)]}.items():
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    files = {str(tmp_path / n): object_lines(str(tmp_path / n), cr=False) for n in ("a.jsonl", "b.jsonl")}
+    assert _fused().run_files(JsonlScan.of(files), SCHEMA) is None
+    assert _fused().run_files(JsonlScan.of({str(tmp_path / "a.jsonl"): 30}), SCHEMA) is not None
+
+
+@pytest.mark.parametrize(("other", "together"), [("/d/a.1", True), ("/d/b", True), ("/d/a b", False), ("/d/a#1", False), ("/d/a!", False)])
+def test_files_are_scanned_together_only_where_their_ranks_sort_as_their_sources(other, together):
+    """``/d/a#line=9`` sorts after ``/d/a b#line=1`` though ``/d/a`` sorts first: such files are scanned one by one."""
+    assert (JsonlScan.of({"/d/a": 3, other: 3}) is not None) == together
+    assert JsonlScan.of({other: 3}) is not None
