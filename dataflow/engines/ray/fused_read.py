@@ -2,14 +2,15 @@
 
 Where the read is a local ``jsonl`` source with a declared schema and the stage after it runs as
 one query with the aggregation's partial states (``fused_stage``), each read task asks DuckDB to
-scan its files inside that query, all in one (``FusedAggregate.run_files``; where that fails, each
-alone): no Arrow table of the lines is built. A file it cannot take (compressed, another encoding, a line that does not start with ``{``,
-a CR, a value of another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks
-and ``FusedStageFn`` on each; its row errors are the same. Both give the same states and counters.
+scan its files inside that query, all in one (``FusedAggregate.run_files``; where that fails, in
+parts, down to single files: ``scanned_parts``): no Arrow table of the lines is built. A file it
+cannot take (compressed, another encoding, a line that does not start with ``{``, a CR, a value of
+another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks and
+``FusedStageFn`` on each; its row errors are the same. Both give the same states and counters.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import pyarrow as pa
 
@@ -20,7 +21,9 @@ from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import batch_key
 
-__all__ = ["ReadFusedStage", "scans_files"]
+__all__ = ["ReadFusedStage", "scanned_parts", "scans_files"]
+
+T = TypeVar("T")
 
 
 def scans_files(reader: ReadStream) -> bool:
@@ -56,12 +59,8 @@ class ReadFusedStage:
             n = object_lines(path, cr=False) if compression_of(uri) is None else None
             if n:
                 lines[path] = n
-        done = self._scan(lines)  # all the files in one query; where it fails (a value of another kind in one of them), each alone
-        parts = [(lines, done)] if done is not None else [({p: n}, self._scan({p: n})) for p, n in lines.items()] if len(lines) > 1 else []
         read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
-        for files, done in parts:
-            if done is None:
-                continue
+        for files, done in scanned_parts(lines, self._scan):
             states, stats, part = done
             scanned.update(files)
             read.add(StepStats(rows_in=sum(files.values()), rows_out=sum(files.values())))
@@ -87,6 +86,22 @@ class ReadFusedStage:
 
         scan = JsonlScan.of(files)
         return self.stage.fused().run_files(scan, self.schema) if scan is not None else None
+
+
+def scanned_parts(files: dict[str, int], scan: Callable[[dict[str, int]], T | None], ways: int = 8) -> list[tuple[dict[str, int], T]]:
+    """``scan`` over all ``files`` at once; where it fails (a value of another kind in one of them), over ``ways`` parts of them, and so on down to single files.
+
+    Returns the parts scanned, with what ``scan`` gave; a file in none of them failed alone. A bad
+    file among n costs about ``ways * log(n, ways)`` scans, not n.
+    """
+    done = scan(files) if files else None
+    if done is not None:
+        return [(files, done)]
+    if len(files) < 2:
+        return []
+    items = list(files.items())
+    size = -(-len(items) // ways)
+    return [part for i in range(0, len(items), size) for part in scanned_parts(dict(items[i : i + size]), scan, ways)]
 
 
 def _size(path: str) -> int:
