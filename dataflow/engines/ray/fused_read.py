@@ -10,6 +10,7 @@ another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterator, TypeVar
 
 import pyarrow as pa
@@ -21,9 +22,10 @@ from dataflow.runtime.io_stats import record_io, shard_tmp_of
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import batch_key
 
-__all__ = ["ReadFusedStage", "scanned_parts", "scans_files"]
+__all__ = ["QUERY_BYTES", "ReadFusedStage", "query_groups", "scanned_parts", "scans_files"]
 
 T = TypeVar("T")
+QUERY_BYTES = 256 << 20  # the files of one query: bounds the states it holds (percentile_approx's are its values) to a few MB
 
 
 def scans_files(reader: ReadStream) -> bool:
@@ -53,14 +55,14 @@ class ReadFusedStage:
         side = self.stage.side
         io_before = io_counters()
         uris = [str(u) for u in batch["uri"]]
-        lines = {}  # path: lines, of the files DuckDB may scan
+        lines, sizes = {}, {}  # path: lines and bytes, of the files DuckDB may scan
         for uri in uris:
             path = strip_scheme(uri)
             n = object_lines(path, cr=False) if compression_of(uri) is None else None
             if n:
-                lines[path] = n
+                lines[path], sizes[path] = n, os.path.getsize(path)
         read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
-        for files, done in scanned_parts(lines, self._scan):
+        for files, done in (part for group in query_groups(lines, sizes) for part in scanned_parts(group, self._scan)):
             states, stats, part = done
             scanned.update(files)
             read.add(StepStats(rows_in=sum(files.values()), rows_out=sum(files.values())))
@@ -68,7 +70,7 @@ class ReadFusedStage:
                 steps.setdefault(index, StepStats()).add(st)
             partial.add(part)
             for path in files:
-                count_bytes_read(_size(path))
+                count_bytes_read(sizes[path])
             yield states
         if scanned:
             key = batch_key([u for u in uris if strip_scheme(u) in scanned])
@@ -104,7 +106,15 @@ def scanned_parts(files: dict[str, int], scan: Callable[[dict[str, int]], T | No
     return [part for i in range(0, len(items), size) for part in scanned_parts(dict(items[i : i + size]), scan, ways)]
 
 
-def _size(path: str) -> int:
-    import os
-
-    return os.path.getsize(path)
+def query_groups(lines: dict[str, int], sizes: dict[str, int], limit: int = QUERY_BYTES) -> Iterator[dict[str, int]]:
+    """``lines`` in groups of files of at most ``limit`` bytes together (``sizes``; a bigger file alone), in order."""
+    group: dict[str, int] = {}
+    total = 0
+    for path, n in lines.items():
+        if group and total + sizes[path] > limit:
+            yield group
+            group, total = {}, 0
+        group[path] = n
+        total += sizes[path]
+    if group:
+        yield group

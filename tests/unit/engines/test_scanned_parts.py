@@ -1,7 +1,7 @@
-"""``fused_read.scanned_parts``: the files a read task scans in one DuckDB query, and in parts where one file fails it."""
+"""``fused_read``: the files a read task scans in one DuckDB query (``query_groups``), and in parts where one file fails it (``scanned_parts``)."""
 from __future__ import annotations
 
-from dataflow.engines.ray.fused_read import scanned_parts
+from dataflow.engines.ray.fused_read import query_groups, scanned_parts
 
 
 def _scan(bad: set[str], calls: list):
@@ -39,3 +39,11 @@ def test_every_file_bad_is_tried_alone_and_none_is_scanned():
 
 def test_no_files_no_scan():
     assert _check({}, set()) == []
+
+
+def test_a_query_takes_files_up_to_its_bytes_in_order_and_a_bigger_file_alone():
+    sizes = {"a": 40, "b": 50, "c": 30, "d": 250, "e": 10, "f": 100}
+    lines = {p: 1 for p in sizes}
+    groups = list(query_groups(lines, sizes, limit=100))
+    assert [list(g) for g in groups] == [["a", "b"], ["c"], ["d"], ["e"], ["f"]]
+    assert list(query_groups({}, {}, limit=100)) == []
