@@ -189,3 +189,23 @@ def test_files_are_scanned_together_only_where_their_ranks_sort_as_their_sources
     """``/d/a#line=9`` sorts after ``/d/a b#line=1`` though ``/d/a`` sorts first: such files are scanned one by one."""
     assert (JsonlScan.of({"/d/a": 3, other: 3}) is not None) == together
     assert JsonlScan.of({other: 3}) is not None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["a", "a.1", "ab", "b"]), st.integers(0, 29), st.dictionaries(_FIELDS, _VALUES, max_size=1)), min_size=1, max_size=12))
+def test_files_scanned_together_give_the_arrow_ways_states_or_fail_together(tmp_path, rows):
+    """Rows spread over files whose names are prefixes of each other: one query gives what the files' Arrow reads give together."""
+    for f in tmp_path.glob("*.jsonl*"):
+        f.unlink()
+    for name, i, over in rows:
+        with open(tmp_path / f"{name}.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(_row(i, **over), ensure_ascii=False) + "\n")
+    paths = sorted(str(p) for p in tmp_path.glob("*.jsonl"))
+    reads = [_arrow_way(p) for p in paths]
+    done = _fused().run_files(JsonlScan.of({p: object_lines(p, cr=False) for p in paths}), SCHEMA)
+    if any(bad for _, bad in reads):
+        assert done is None
+        return
+    want = _fused().run(pa.concat_tables(t for t, _ in reads))
+    assert done is not None and want is not None
+    _same(done[0], want[0])
