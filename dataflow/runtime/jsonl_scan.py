@@ -65,7 +65,7 @@ def _value(ref: str, kind: pa.DataType, checks: list[str]) -> str:
     """The typed value of the raw field ``ref``, adding the tests its raw JSON must pass to ``checks``.
 
     The tests read the value's JSON text (a number's starts with ``-``, a digit, ``N`` for NaN or ``I``
-    for Infinity; an integer's is digits alone), cheaper than parsing it again with
+    for Infinity; an integer's is its value's text), cheaper than parsing it again with
     ``json_type``; a number is cast from its text, which gives what casting the JSON value gives.
     They are in the row's check, not left to the casts: a field no step reads is never cast.
     """
@@ -78,8 +78,8 @@ def _value(ref: str, kind: pa.DataType, checks: list[str]) -> str:
     if pa.types.is_boolean(kind):
         checks.append(f"({ref} IS NULL OR {text} IN ('true', 'false'))")
         return f"CAST({ref} AS BOOLEAN)"
-    if kind in _INTS:  # JSON integers in range only
-        checks.append(f"({ref} IS NULL OR (regexp_full_match({text}, '-?[0-9]+') AND TRY_CAST({text} AS {_INTS[kind]}) IS NOT NULL))")
+    if kind in _INTS:  # a JSON integer in range is its value's text (DuckDB's JSON text of -0 is 0)
+        checks.append(f"({ref} IS NULL OR CAST(TRY_CAST({text} AS {_INTS[kind]}) AS VARCHAR) = {text})")
         return f"CAST({text} AS {_INTS[kind]})"
     checks.append(f"({ref} IS NULL OR ascii({text}) IN (45, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 73, 78))")  # any JSON number
     return f"CAST({text} AS DOUBLE)"

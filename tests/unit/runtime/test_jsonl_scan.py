@@ -128,6 +128,7 @@ RAW = {  # file bodies: any line break, blank line or other shape sends the file
     "an exponent for an int": b'{"service": "a", "level": "DEBUG", "n": 1e2}\n',
     "a capital exponent for an int": b'{"service": "a", "level": "DEBUG", "n": 1E2}\n',
     "a NaN for an int": b'{"service": "a", "level": "DEBUG", "n": NaN}\n',
+    "a negative zero for an int": b'{"service": "a", "level": "DEBUG", "n": -0}\n',
     "an infinity for a bigint": b'{"service": "a", "level": "DEBUG", "big": -Infinity}\n',
     "no last line break": b"\n".join(json.dumps(r).encode() for r in GOOD[:4]),
     "bytes that are not UTF-8": b'{"service": "\xff", "level": "INFO"}\n',
@@ -139,7 +140,7 @@ def test_file_shapes(tmp_path, name):
     path = tmp_path / "f.jsonl"
     path.write_bytes(RAW[name])
     way = _check(str(path))
-    assert way == ("scanned" if name in ("a NaN literal", "no last line break") else "fell back")
+    assert way == ("scanned" if name in ("a NaN literal", "no last line break", "a negative zero for an int") else "fell back")
 
 
 def test_a_path_duckdb_would_expand_falls_back(tmp_path):
