@@ -2,19 +2,21 @@
 
 The exact path (``read._jsonl``) reads each file as bytes, splits it into numbered lines and
 parses every line with ``from_json``. When every line of every file starts with ``{`` (no blank
-lines, valid UTF-8: ``eligible``, ``connectors.formats.aligned``, one pass on the driver) the JSON reader sees exactly
-those lines, one row each, in order; parsed with the same schema and corrupt-record column, in
-PERMISSIVE mode, they give the same rows and the same bad rows. A row's line number is its
-position in its file's one task: ``monotonically_increasing_id`` (partition index << 33 | row
-index in the partition) with the partition bits masked off. That holds only while each file is
-one whole task, so dataflow's actions run inside ``one_task_per_file`` (no split, no two files
-packed together), a split is an error (``raise_error``), and a DataFrame that leaves dataflow
-(``Pipeline.to_spark``) is read by the exact path instead.
+lines, valid UTF-8: ``eligible``, ``connectors.formats.aligned``: one pass on the driver, or on
+the executors for a large input) the JSON reader sees exactly those lines, one row each, in order;
+parsed with the same schema and corrupt-record column, in PERMISSIVE mode, they give the same rows
+and the same bad rows. A row's line number is its position in its file's one task:
+``monotonically_increasing_id`` (partition index << 33 | row index in the partition) with the
+partition bits masked off. That holds only while each file is one whole task, so dataflow's
+actions run inside ``one_task_per_file`` (no split, no two files packed together), a split is an
+error (``raise_error``), and a DataFrame that leaves dataflow (``Pipeline.to_spark``) is read by
+the exact path instead.
 """
 from __future__ import annotations
 
 import codecs
 import contextlib
+import os
 from typing import TYPE_CHECKING, Callable
 
 from pyspark.sql import Column, DataFrame
@@ -32,12 +34,14 @@ from dataflow.ops.table.types import SPARK_TYPES
 if TYPE_CHECKING:
     from dataflow.engines.spark.compile import SparkRead
 
-__all__ = ["CORRUPT", "FAILED", "eligible", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
+__all__ = ["CORRUPT", "DRIVER_CHECK_BYTES", "DRIVER_CHECK_FILES", "FAILED", "eligible", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
 
 CORRUPT = "__df_json_corrupt__"
 FAILED = "__df_json_failed__"
 _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
+DRIVER_CHECK_FILES = 10_000  # an input the driver checks itself: at most this many files
+DRIVER_CHECK_BYTES = 1 << 30  # and this many bytes (about 0.3 s of reading); a bigger one is checked by the executors
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
 
 
@@ -50,9 +54,32 @@ def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
     return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and all(compression_of(f) is None for f in files)
 
 
-def eligible(read: SparkRead, files: list[str]) -> bool:
-    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``."""
-    return may_be_eligible(read, files) and all(object_lines(strip_scheme(f)) is not None for f in files)
+def eligible(read: SparkRead, files: list[str], spark) -> bool:
+    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``.
+
+    The driver reads an input of at most ``DRIVER_CHECK_FILES`` files and ``DRIVER_CHECK_BYTES``
+    bytes itself (while Spark analyses the frames); a bigger one is read by a Spark job on the
+    executors, which read it anyway, so the driver never reads a large input.
+    """
+    if not may_be_eligible(read, files):
+        return False
+    paths = [strip_scheme(f) for f in files]
+    if _small(paths):
+        return all(object_lines(p) is not None for p in paths)
+    slices = min(len(paths), 4 * spark.sparkContext.defaultParallelism)
+    return all(n is not None for n in spark.sparkContext.parallelize(paths, slices).map(object_lines).collect())
+
+
+def _small(paths: list[str]) -> bool:
+    """Whether ``paths`` are few and small enough for the driver to read (a stat each, up to the first past the limit)."""
+    if len(paths) > DRIVER_CHECK_FILES:
+        return False
+    total = 0
+    for p in paths:
+        total += os.path.getsize(p)
+        if total > DRIVER_CHECK_BYTES:
+            return False
+    return True
 
 
 def one_task_per_file(spark) -> contextlib.AbstractContextManager:

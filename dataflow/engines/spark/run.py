@@ -147,7 +147,7 @@ class _Builder:
         # the fast path's frames; they are dropped for the exact path's when a file fails it.
         mark = self.frames.mark()
         with ThreadPoolExecutor(max_workers=1) as pool:
-            aligned = pool.submit(eligible, read, files)
+            aligned = pool.submit(eligible, read, files, spark)
             df = self._chain(*args, fast=True)
             if aligned.result():
                 self.frames.one_task_per_file = True

@@ -48,7 +48,7 @@ def _run(tmp_path, data, name: str, monkeypatch, exact: bool, **kw):
 
     used = []
     real = spark_run.eligible
-    monkeypatch.setattr(spark_run, "eligible", lambda read, files: used.append(not exact and real(read, files)) or used[-1])
+    monkeypatch.setattr(spark_run, "eligible", lambda read, files, spark: used.append(not exact and real(read, files, spark)) or used[-1])
     out = tmp_path / name
     report = run_pipeline(parse_pipeline(_doc(data, out, **kw)), RunOptions(progress=False))
     rows = sorted(json.dumps(r, sort_keys=True) for f in out.glob("*.parquet") for r in pq.read_table(f).to_pylist())
@@ -84,6 +84,15 @@ def test_clean_files_give_the_exact_paths_rows_and_lineage(spark_local, tmp_path
     assert f"{data}/a.jsonl#line=40" in sources and f"{data}/b c%.jsonl#line=1" in sources
     assert len(rows) == 47 - 13 - 2 and errors == []
     assert steps[0] == ("read", 47, 47, 0, {})
+
+
+def test_an_input_the_executors_check_takes_the_fast_path_with_the_same_output(spark_local, tmp_path, monkeypatch):
+    from dataflow.engines.spark import json_fast
+
+    monkeypatch.setattr(json_fast, "DRIVER_CHECK_BYTES", 0)
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(30)], "b.jsonl": [_line(i) for i in range(12)]})
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch)
+    assert len(rows) == 42 - 14 and errors == [] and steps[0] == ("read", 42, 42, 0, {})
 
 
 def test_corrupt_lines_give_the_exact_paths_error_records_and_counters(spark_local, tmp_path, monkeypatch):
@@ -197,21 +206,34 @@ def test_without_lineage_the_rows_are_the_same(spark_local, tmp_path, monkeypatc
     assert len(rows) == 6 and all("__source__" not in json.loads(r) for r in rows)
 
 
+@pytest.mark.parametrize("where", ["driver", "executors"])
 @pytest.mark.parametrize("body", [b'{"a": 1}\n\n{"a": 2}\n', b' {"a": 1}\n', b'{"a": 1}\n{"a": 2}\n\n', b'{"a": "\xff"}\n', b'{"a": 1}\n[{"a": 1}]\n'],
                          ids=["blank-line", "leading-space", "blank-last-line", "not-utf8", "array"])
-def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(tmp_path, body):
+def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(spark_local, tmp_path, monkeypatch, body, where):
+    """A small input is checked by the driver; a large one by the executors, and the driver then opens no file (it would fail here)."""
+    import os
+
+    from dataflow.engines.spark import json_fast
     from dataflow.engines.spark.compile import SparkRead
-    from dataflow.engines.spark.json_fast import eligible
     from dataflow.dsl.spec import SourceSpec
 
+    if where == "executors":
+        driver, real = os.getpid(), json_fast.object_lines
+
+        def off_the_driver(path, *args, **kwargs):
+            assert os.getpid() != driver, "the driver read an input file"
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(json_fast, "object_lines", off_the_driver)
+        monkeypatch.setattr(json_fast, "DRIVER_CHECK_BYTES", 0)
     (tmp_path / "ok.jsonl").write_bytes(b'{"a": 1}\r\n{"a": 2}')
     (tmp_path / "odd.jsonl").write_bytes(body)
     with gzip.open(tmp_path / "z.jsonl.gz", "wb") as f:
         f.write(b'{"a": 1}\n')
     read = SparkRead(source=SourceSpec(uri=str(tmp_path), format="jsonl"), method="JSON lines", remote=False)
-    assert eligible(read, [str(tmp_path / "ok.jsonl")])
-    assert not eligible(read, [str(tmp_path / "ok.jsonl"), str(tmp_path / "odd.jsonl")])
-    assert not eligible(read, [str(tmp_path / "z.jsonl.gz")])
+    assert json_fast.eligible(read, [str(tmp_path / "ok.jsonl")], spark_local)
+    assert not json_fast.eligible(read, [str(tmp_path / "ok.jsonl"), str(tmp_path / "odd.jsonl")], spark_local)
+    assert not json_fast.eligible(read, [str(tmp_path / "z.jsonl.gz")], spark_local)
 
 
 def test_a_split_file_fails_instead_of_misnumbering(spark_local, tmp_path):
