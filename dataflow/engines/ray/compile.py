@@ -58,7 +58,7 @@ class RayRead:
         uri = self.source.uri
         if self.parse == "jsonl" and self.source.options.get("schema"):
             fields = ", ".join(self.options["schema"]) or "none"
-            return (f"ray.data.from_items(files listed under {uri}) -> map_batches[ReadStream, {FILES_PER_TASK} files per task] parses 8 MiB blocks of "
+            return (f"ray.data.from_items(files listed under {uri}) -> map_batches[ReadStream, {FILES_PER_TASK}+ files per task] parses 8 MiB blocks of "
                     f"jsonl with pyarrow.json into the declared types (fields read: {fields}); "
                     "a block with a bad line is read line by line")
         if self.source.in_memory:
@@ -70,8 +70,8 @@ class RayRead:
         if self.parse in LINE_FORMATS:
             whole_text = self.parse == "text" and self.source.options.get("split", "file") == "file"
             rows = "one row per file" if whole_text else f"{self.parse} lines into rows"
-            return f"ray.data.from_items(files listed under {uri}) -> map_batches[ReadStream, {FILES_PER_TASK} files per task] streams (and decompresses) {rows}"
-        return f"ray.data.from_items(files listed under {uri}) -> map_batches[FetchFiles, {FILES_PER_TASK} files per task] -> one row per file"
+            return f"ray.data.from_items(files listed under {uri}) -> map_batches[ReadStream, {FILES_PER_TASK}+ files per task] streams (and decompresses) {rows}"
+        return f"ray.data.from_items(files listed under {uri}) -> map_batches[FetchFiles, {FILES_PER_TASK}+ files per task] -> one row per file"
 
 
 @dataclass(frozen=True)

@@ -268,7 +268,7 @@ def build_dataset(
     else:
         # Our own read tasks (not read_binary_files): files come through the URI layer and its cache.
         items = listing_items(files, storage_options, cache)
-        per_task = FILES_PER_TASK if routes is None else _files_per_task(len(items), routes)
+        per_task = _files_per_task(len(items), routes)
         # A block per read task (a put each at the driver); a WebDataset shard is a task of its own.
         blocks = _blocks(len(items), routes) if source.format == "webdataset" else max(1, -(-len(items) // per_task))
         ds = ray.data.from_items(items, override_num_blocks=blocks)
@@ -313,10 +313,12 @@ def _blocks(items: int, routes: ShardRoutes | None) -> int:
     return max(1, min(items, most))
 
 
-def _files_per_task(files: int, routes: ShardRoutes) -> int:
-    """A streamed run's read task: about four per CPU over the run, at least ``FILES_PER_TASK`` files
-    (a Ray task costs tens of ms), at most the smallest shard (a task spans at most two shards)."""
-    return max(1, min(routes.smallest, max(FILES_PER_TASK, -(-files // int(4 * max(1.0, cluster_cpus()))))))
+def _files_per_task(files: int, routes: ShardRoutes | None) -> int:
+    """A read task: about four per CPU over the shard (a streamed run: over the run, at most its smallest shard, so a
+    task spans at most two shards), at least ``FILES_PER_TASK`` files (a Ray task costs tens of ms: 2,000 files of 20
+    lines in shards of 667 on 3 CPUs took 5.0 s in tasks of 16 files, 3.7 s in tasks of 56)."""
+    per_task = max(FILES_PER_TASK, -(-files // int(4 * max(1.0, cluster_cpus()))))
+    return per_task if routes is None else max(1, min(routes.smallest, per_task))
 
 
 def stream_concurrency(routes: ShardRoutes | None) -> dict[str, Any]:
