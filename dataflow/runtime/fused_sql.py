@@ -88,9 +88,10 @@ class FusedAggregate:
 
         from dataflow.ops.table import duck
 
-        sql, rows = self._sql_for(schema), sum(scan.lines)
-        if sql is None or not self._keeps_source[schema] or not rows:
+        rows = sum(scan.lines)
+        if not self.scans(schema) or not rows:
             return None
+        sql = self._sql_for(schema)
         start = time.perf_counter()
         try:
             states = duck.run(f"WITH {duck.TABLE} AS NOT MATERIALIZED ({scan.sql(schema)}) {sql}")
@@ -99,6 +100,10 @@ class FusedAggregate:
         i = states.column_names.index(SOURCE)  # each group's smallest line key: its smallest source
         states = states.set_column(i, SOURCE, scan.sources(states.column(i)))
         return self._counted(states, rows, time.perf_counter() - start)
+
+    def scans(self, schema: pa.Schema) -> bool:
+        """Whether ``run_files`` can take files read as ``schema`` at all: its query builds and keeps ``__source__``, which carries the kind check."""
+        return self._sql_for(schema) is not None and self._keeps_source[schema]
 
     def _sql_for(self, schema: pa.Schema) -> str | None:
         if schema not in self._sql:

@@ -55,12 +55,13 @@ class ReadFusedStage:
         side = self.stage.side
         io_before = io_counters()
         uris = [str(u) for u in batch["uri"]]
+        paths = [strip_scheme(u) for u in uris]
         lines, sizes = {}, {}  # path: lines and bytes, of the files DuckDB may scan
-        for uri in uris:
-            path = strip_scheme(uri)
-            n = object_lines(path, cr=False) if compression_of(uri) is None else None
-            if n:
-                lines[path], sizes[path] = n, os.path.getsize(path)
+        if self.stage.fused().scans(self.schema):  # else no file is read for it: the query cannot take one
+            for uri, path in zip(uris, paths):
+                n = object_lines(path, cr=False) if compression_of(uri) is None else None
+                if n:
+                    lines[path], sizes[path] = n, os.path.getsize(path)
         read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
         for files, done in (part for group in query_groups(lines, sizes) for part in scanned_parts(group, self._scan)):
             states, stats, part = done
@@ -73,12 +74,12 @@ class ReadFusedStage:
                 count_bytes_read(sizes[path])
             yield states
         if scanned:
-            key = batch_key([u for u in uris if strip_scheme(u) in scanned])
+            key = batch_key([u for u, p in zip(uris, paths) if p in scanned])
             side.write("read", key, [], {READ_STEP: read})
             side.write(self.stage.stage.name, key, [], steps)
             side.write(f"{self.stage.partial_name}-partial", key, [], {self.stage.call.index: partial})
             record_io(side.uri, side.storage_options, shard_tmp_of(side), "read", key, io_before, io_counters())
-        rest = [i for i, u in enumerate(uris) if strip_scheme(u) not in scanned]
+        rest = [i for i, p in enumerate(paths) if p not in scanned]
         if rest:
             for block in self.read({k: v[rest] for k, v in batch.items()}):
                 yield self.stage(block if isinstance(block, pa.Table) else to_arrow(block))
