@@ -120,3 +120,22 @@ def test_files_duckdb_scans_give_what_their_compressed_twins_give(ray_local, tmp
         ("part-2.jsonl#line=31", "TypeError"), ("part-5.jsonl#line=7", "TypeError")]
     counters = {name: [(s.op, s.rows_in, s.rows_out, s.rows_errored) for s in r.steps] for name, r in reports.items()}
     assert counters["plain"] == counters["packed"] and reports["plain"].rows_in == reports["packed"].rows_in == 184 + 150  # lines, the bad ones included
+
+
+def test_aggregate_lineage_is_the_same_on_both_engines_over_odd_file_names(ray_local, spark_local, tmp_path):
+    """Files whose names are prefixes of each other or hold a space, a quote, an accent or ``#``, of line counts of 1 to 3
+    digits: each group's smallest ``path#line=N`` is the same string on Ray (one DuckDB query over the files, line keys)
+    and on Spark."""
+    data = tmp_path / "logs"
+    data.mkdir()
+    for k, name in enumerate(["a.jsonl", "a.jsonl.2", "a b.jsonl", "it's.jsonl", "é#x.jsonl", "z.jsonl"]):
+        rows = [{"service": "abc"[(i * (k + 1)) % 3], "level": ["INFO", "DEBUG"][i % 2], "lat": i / 3, "msg": "code=200",
+                 "ctx": {"region": "eu", "attempt": 1}} for i in range([5, 12, 130, 9, 40, 101][k])]
+        (data / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sources = {}
+    for engine in ("ray", "spark"):
+        doc = _doc(data, tmp_path / engine, engine, files_per_shard=None)
+        run_pipeline(parse_pipeline(doc), QUIET)
+        rows = [r for f in json.loads((tmp_path / engine / "_manifest.json").read_text())["files"] for r in pq.read_table(tmp_path / engine / f["path"]).to_pylist()]
+        sources[engine] = sorted((r["service"], r["level"], r["__source__"]) for r in rows)
+    assert sources["ray"] == sources["spark"] and len(sources["ray"]) == 3

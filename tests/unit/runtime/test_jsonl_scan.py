@@ -210,3 +210,12 @@ def test_files_scanned_together_give_the_arrow_ways_states_or_fail_together(tmp_
     want = _fused().run(pa.concat_tables(t for t, _ in reads))
     assert done is not None and want is not None
     _same(done[0], want[0])
+
+
+def test_a_declared_field_named_like_the_readers_own_column_keeps_the_arrow_way():
+    """DuckDB's ``file_index`` (the row's file) would be hidden by a top-level field of that name; one inside a struct hides nothing."""
+    from dataflow.runtime.jsonl_scan import supported
+
+    assert not supported(arrow_schema({**DECLARED, "file_index": "bigint"}))
+    assert not supported(arrow_schema({**DECLARED, "File_Index": "string"}))
+    assert supported(arrow_schema({**DECLARED, "ctx": "struct<file_index: int>"}))
