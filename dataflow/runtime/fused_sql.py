@@ -112,7 +112,7 @@ class FusedAggregate:
 
     def _counted(self, states: pa.Table, rows: int, seconds: float) -> tuple[pa.Table, dict[int, StepStats], StepStats]:
         kept = int(pc.sum(states.column(_ROWS)).as_py() or 0)
-        states = states.drop_columns([_ROWS]) if kept else pa.table({})
+        states = self.split.compacted(states.drop_columns([_ROWS])) if kept else pa.table({})
         share = seconds / (len(self.calls) + 1)
         stats = {}
         for call in self.calls:

@@ -69,3 +69,20 @@ def test_aggregate_over_shards_merges_partial_states_into_the_one_phase_rows(ray
     assert steps["table.aggregate"].rows_in == steps["table.filter_rows"].rows_out == 80
     assert steps["table.aggregate"].rows_out == report.rows_out == len(want)
     assert report.rows_errored == 1  # the bad line, in the error sink with its source
+
+
+def test_percentile_over_shards_of_very_different_sizes_is_within_its_accuracy(ray_local, tmp_path):
+    # 600 small values in one file and 12 large ones in another: each shard's state is cut to 10 values, the first
+    # file's standing for 60 values each and the second's for 1.2, so the median comes from the first file.
+    data = tmp_path / "values"
+    data.mkdir()
+    (data / "a.jsonl").write_text("".join(json.dumps({"g": "x", "v": float(i)}) + "\n" for i in range(600)))
+    (data / "b.jsonl").write_text("".join(json.dumps({"g": "x", "v": 1e6 + i}) + "\n" for i in range(12)))
+    doc = {"name": "median", "engine": "ray",
+           "source": {"uri": str(data), "format": "jsonl", "options": {"files_per_shard": 1, "schema": {"g": "string", "v": "double"}}},
+           "steps": [{"op": "table.aggregate", "params": {"keys": ["g"], "aggregations": {"m": "percentile_approx(v, 0.5, 5)", "n": "count(*)"}}}],
+           "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+    run_pipeline(parse_pipeline(doc), QUIET)
+    (row,) = _rows(tmp_path / "out")
+    assert row["n"] == 612
+    assert 306 - 612 / 5 <= row["m"] + 1 <= 306 + 612 / 5, row  # the rank of value v is v + 1; the exact median's is 306

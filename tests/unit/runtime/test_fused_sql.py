@@ -83,3 +83,12 @@ def test_what_fuses():
     assert not fusable(_calls(STEPS[1], STEPS[1]))  # two filters: the rows after the first are not counted in one query
     assert not fusable(_calls(STEPS[0], ("table.parse_json", {"fields": {"a": "int"}, "column": "msg"})))
     assert not fusable([])
+
+
+def test_the_fused_querys_percentile_states_are_cut_to_their_bound():
+    calls = _calls(*STEPS)
+    split = two_phase({"p": parse_aggregation("percentile_approx(lat, 0.5, 4)"), "n": parse_aggregation("count(lat)")})
+    states, _, _ = FusedAggregate(calls, [None] * len(calls), split, KEYS).run(_batch(400))
+    (state,) = split.quantiles
+    counts = dict(zip(states.column("service").to_pylist(), states.column(state.count).to_pylist()))
+    assert min(counts.values()) > 8 and {len(v) for v in states.column(state.values).to_pylist()} == {8}  # 8 = 2 * accuracy
