@@ -31,6 +31,9 @@ from dataflow.cli.main import cli
 from tests.datagen import write_images
 
 MOVE_ROUNDS = int(os.environ.get("DATAFLOW_MOVE_ROUNDS", "1"))
+# A shard an image: the run on a must outlast the stop (its poll, SIGTERM, exit: ~2-3 s) after its first shard commits;
+# with 24 shards 20 were committed by then (a runs at ~0.1 s a shard) and under load the run could end first.
+IMAGES = 96
 PIPELINE = """\
 version: 1
 name: borrowed
@@ -226,7 +229,7 @@ def _cli_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
     folder = tmp_path_factory.mktemp("broker") / "images"
-    write_images(folder, 24, size=(120, 90))
+    write_images(folder, IMAGES, size=(120, 90))
     return folder
 
 
@@ -286,8 +289,8 @@ def test_saturated_cluster_sends_the_pipeline_to_the_other(saturated_run, images
     assert report["broker"]["placement"]["chosen"] == "b" and not report["broker"]["moves"]
     assert "needs 1 CPU for one worker, lends 0" in verdicts["a"]["reasons"][0]
     assert [j["cluster"] for j in report["broker"]["jobs"]] == ["b"] and report["broker"]["jobs"][0]["status"] == "SUCCEEDED"
-    assert report["rows_out"] == 24 and report["published"]
-    assert len(_digest(saturated_run["out"])) == 24
+    assert report["rows_out"] == IMAGES and report["published"]
+    assert len(_digest(saturated_run["out"])) == IMAGES
     # The report in the sink carries the broker's record too.
     assert json.loads((saturated_run["out"] / "_dataflow" / "report.json").read_text())["broker"]["jobs"][0]["cluster"] == "b"
     print(f"\nbrokered run on b: {saturated_run['wall']:.1f} s end to end")
@@ -332,7 +335,7 @@ def test_window_closing_mid_run_moves_the_job_and_output_equals_a_clean_run(two_
     assert f"dataflow: submitted on 'a' as job {jobs[0]['job_id']}" in stderr
     assert "dataflow: giving 'a' back (window closed" in stderr and f"stopping job {jobs[0]['job_id']}" in stderr
     assert f"dataflow: resumed on 'b' as job {jobs[1]['job_id']}" in stderr
-    assert re.search(r"^dataflow: resuming: \d+ of 24 shards already committed$", stderr, re.M), stderr[-3000:]  # streamed from b's job log
+    assert re.search(rf"^dataflow: resuming: \d+ of {IMAGES} shards already committed$", stderr, re.M), stderr[-3000:]  # streamed from b's job log
     assert _digest(out) == clean  # complete and duplicate-free: equal to the uninterrupted run
     assert not markers.exists() and (out / "_SUCCESS").exists()
     logs = CliRunner().invoke(cli, ["jobs", "logs", jobs[1]["job_id"], "--clusters", str(fleet)])

@@ -250,3 +250,21 @@ def test_an_execution_runs_tasks_side_by_side_from_its_start(ray_local, tmp_path
     monkeypatch.setattr(ResourceManager, "GLOBAL_LIMITS_UPDATE_INTERVAL_S", 1e9)
     ds = ray_local.data.range(2, override_num_blocks=2).map_batches(_meet, fn_kwargs={"folder": str(tmp_path)}, batch_size=1)
     assert [r["met"] for r in ds.take_all()] == [True, True]
+
+
+def _same(batch):
+    return batch
+
+
+def test_an_operator_runs_tasks_side_by_side_beside_a_light_one(ray_local, tmp_path, monkeypatch):
+    """Ray Data 2.60 splits the CPUs among a Dataset's operators: two tasks of the first of two operators on 2 CPUs ran one at a
+    time, the second operator's share unused (``session.operators_share_resources``); ``DATAFLOW_RAY_OP_RESERVATION=1`` brings the split back."""
+    from dataflow.engines.base import RunOptions
+    from dataflow.engines.ray.engine import RayEngine
+
+    assert ray_local.cluster_resources().get("CPU") == 2
+    monkeypatch.delenv("DATAFLOW_RAY_OP_RESERVATION", raising=False)
+    RayEngine().start(RunOptions(progress=False))
+    ds = ray_local.data.range(2, override_num_blocks=2).map_batches(_meet, fn_kwargs={"folder": str(tmp_path)}, batch_size=1)
+    ds = ds.map_batches(_same, batch_size=None, num_cpus=0.5)  # other resources: a second operator, not fused with the first
+    assert [r["met"] for r in ds.take_all()] == [True, True]

@@ -59,3 +59,24 @@ def test_the_stages_after_the_read_leave_it_its_tasks(ray_local, tmp_path, fmt, 
     tasks = re.search(r"MapBatches\(Read(Stream|Adapter)\)\S*: (\d+) tasks executed", ds.stats())
     assert tasks is not None, ds.stats()
     assert int(tasks.group(2)) == (FILES if fmt == "parquet" else math.ceil(FILES / FILES_PER_TASK))
+
+
+def test_a_media_stage_after_parquet_row_groups_leaves_the_read_a_row_group_a_task(ray_local, tmp_path):
+    # Images stored in Parquet (a Hugging Face Image column): the media stage's batch of 64 would be 64 row groups a task.
+    from dataflow.engines.ray.run import build_dataset
+    from tests.datagen import encode, gradient
+
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    path = tmp_path / "train-00000-of-00001.parquet"
+    jpeg = encode(gradient(16, 12), "JPEG")
+    pq.write_table(pa.table({"image": pa.array([{"bytes": jpeg, "path": f"{i}.jpg"} for i in range(90)], image), "label": list(range(90))}),
+                   path, row_group_size=15)
+    doc = {"name": "t", "engine": "ray", "source": {"uri": str(path), "format": "parquet"},
+           "steps": [{"op": "image.decode", "params": {"column": "image"}}, {"op": "table.select", "params": {"columns": ["label", "width"]}}],
+           "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+    job = compile_pipeline(parse_pipeline(doc))[3]
+    side = SideOutputs(uri=str(tmp_path), storage_options={}, stats_dir=str(tmp_path / "stats"), errors_dir=str(tmp_path / "errors"))
+    ds = build_dataset(job, side, {}, inputs=[str(path)]).materialize()
+    assert sorted(r["label"] for r in ds.take_all()) == list(range(90))
+    tasks = re.search(r"MapBatches\(ReadAdapter\)\S*: (\d+) tasks executed", ds.stats())
+    assert tasks is not None and int(tasks.group(1)) == 6, ds.stats()  # one each for the 6 row groups; 1 before

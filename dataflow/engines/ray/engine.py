@@ -24,7 +24,7 @@ class RayEngine(Engine):
         """Start or join Ray (the runner calls it on the main thread, while it lists the inputs), warm the workers for ``job`` and set up Ray Data."""
         import logging
 
-        from dataflow.engines.ray.session import ensure_ray, prompt_resource_limits, warm_workers
+        from dataflow.engines.ray.session import ensure_ray, operators_share_resources, prompt_resource_limits, warm_workers
 
         ensure_ray(options.address, options.object_store_memory, options.spill_dir, verbose=options.verbose)  # before ray is imported
         warm_workers(job)  # in the background: the workers start and import while this thread imports Ray Data, lists and plans
@@ -35,6 +35,7 @@ class RayEngine(Engine):
         ctx.enable_progress_bars = bool(options.progress and sys.stderr.isatty())
         ctx.print_on_execution_start = False
         prompt_resource_limits()
+        ctx.op_resource_reservation_enabled = operators_share_resources()
         if options.max_cpus is not None or options.max_gpus is not None:
             from ray.data import ExecutionResources
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import posixpath
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -99,15 +99,20 @@ class StageFn:
         self.stage, self.side = stage, side
         self._executor: StageExecutor | None = None
 
-    def __call__(self, batch: pa.Table) -> Columns | pa.Table:
+    def __call__(self, batch: pa.Table) -> Iterator[Columns | pa.Table]:
+        """The stage's output of ``batch``; a media stage's in pieces of its ``batch_size`` rows (a block as it came from the read)."""
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
             self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus), keeps=list(self.stage.keeps) or None)
-        key = batch_key(batch.column(SOURCE) if SOURCE in batch.column_names else [])
-        # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
-        out, errors, stats = self._executor.run(batch if plain_arrow(batch) else from_arrow(batch))
-        self.side.write(self.stage.name, key, errors, stats)
-        return out
+        rows = max(batch.num_rows, 1)  # an empty batch runs once, as one piece
+        size = min(self.stage.batch_size, rows) if self.stage.media else rows
+        for start in range(0, rows, size):
+            piece = batch.slice(start, size)
+            key = batch_key(piece.column(SOURCE) if SOURCE in piece.column_names else [])
+            # Plain Arrow goes in as is (Arrow steps then run without numpy in between); Ray's tensor columns as ndarrays.
+            out, errors, stats = self._executor.run(piece if plain_arrow(piece) else from_arrow(piece))
+            self.side.write(self.stage.name, key, errors, stats)
+            yield out
 
 
 class ShardWriter:
@@ -378,7 +383,7 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
             if routes is None and (stage.num_cpus is not None or stage.num_gpus or stage.memory or stage.concurrency):
                 fused = None  # resources of its own: Ray Data runs it apart from the read, in batches of its rows
             if fused:
-                kwargs = {**kwargs, **stream_concurrency(routes), "batch_size": _batch_with_read(stage, fused, routes is not None)}
+                kwargs = {**kwargs, **stream_concurrency(routes), "batch_size": _batch_with_read(stage, fused, routes is not None, job.read.reader == "row_groups")}
             ds = ds.map_batches(_routed(StageFn(stage, side), routes, SOURCE), **kwargs)
     if job.write is not None and job.write.reads is not None:  # a checkpoint: only what the global phase reads
         from dataflow.engines.ray.global_ops import checkpoint_rows
@@ -387,14 +392,15 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
     return ds
 
 
-def _batch_with_read(stage: RayStage, per_task: int, streamed: bool) -> int | None:
+def _batch_with_read(stage: RayStage, per_task: int, streamed: bool, row_groups: bool) -> int | None:
     """A task stage's batch where Ray Data fuses it with the read (and bundles the read's input by it): table stages take
     the read's blocks as they come (or the batch_size given); media stages at most a read task's files in a streamed run,
     else their own batch, as many files a task (the 300-image quickstart on 2 cores: 9.3-10.9 s; in tasks of 16 files
-    11.5-11.8 s)."""
-    if stage.media:
+    11.5-11.8 s); after a Parquet read (a row group a task), its blocks, which ``StageFn`` runs a batch at a time (its
+    batch would be as many row groups a task: 16 row groups of 50 images were one task)."""
+    if stage.media and not row_groups:
         return min(stage.batch_size, per_task) if streamed else stage.batch_size
-    return stage.batch_size if stage.batch_given else None
+    return stage.batch_size if stage.batch_given and not (stage.media and row_groups) else None
 
 
 def _feeds(job: RayJob, i: int) -> tuple[StepCall, str] | None:
