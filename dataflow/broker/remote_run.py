@@ -3,7 +3,9 @@
 A move stops the job (SIGTERM, then SIGKILL after ``watch.grace_seconds``), waits until the Job
 API reports it ended, and submits the same resolved pipeline elsewhere. The new ``dataflow run``
 resumes from the shard markers under ``<sink>/_dataflow/progress/`` (what the killed run
-committed is kept, the shard in flight is redone), so the output equals an uninterrupted run.
+committed is kept, the shard in flight is redone), so the output equals an uninterrupted run. A job
+that committed the output before the stop landed (the Job API then says STOPPED, not SUCCEEDED:
+the stop hit it as it exited) is not moved: the run ends there, as it would have on its own.
 Moves are recorded under ``broker`` in ``<sink>/_dataflow/report.json``.
 """
 from __future__ import annotations
@@ -124,6 +126,7 @@ def run_on_fleet(
     fleet, placement = place_or_wait(source, demand, only=only, wait=wait, say=say)
     run = BrokeredRun(spec.name, spec.sink.uri, placement.to_dict())
     run_key, cooldown = uuid.uuid4().hex[:12], {}
+    committed_before = _committed_run(spec)  # the sink's committed output before this run (its run id), if any
     attempt, decided = 0, 0.0
     while True:
         attempt += 1
@@ -156,16 +159,33 @@ def run_on_fleet(
         stopped = stop_job(cluster, job_id, wait_seconds=fleet.watch.grace_seconds + 10)
         entry["status"] = stopped.status
         run.moves.append(Move(_now(), outcome.give_back, cluster.name, job_id, stopped.status, time.monotonic() - decided))
-        if stopped.status == "SUCCEEDED":  # it finished while being stopped: nothing to move
+        # It finished while being stopped (the stop may land after its commit, as it exits): nothing to move.
+        committed = stopped.status == "STOPPED" and _committed_run(spec) not in (None, committed_before)
+        if stopped.status == "SUCCEEDED" or committed:
             run.moves.pop()
-            return _finish(spec, run, stopped)
+            if committed:
+                say(f"job {job_id} committed the output before it stopped: nothing to move")
+            return _finish(spec, run, stopped, committed=committed)
         cooldown[cluster.name] = (time.monotonic() + fleet.watch.cooldown_seconds, f"given back at {_now()} ({outcome.give_back})")
         # A cluster asked for by name is waited for (its cooldown does not apply); auto moves elsewhere.
         fleet, placement = place_or_wait(source, demand, only=only, wait=True, cooldown=None if only else cooldown, say=say)
 
 
-def _finish(spec, run: BrokeredRun, record) -> BrokeredRun:
-    if record.status != "SUCCEEDED":
+def _committed_run(spec) -> str | None:
+    """The run id of the output committed in the sink (its manifest's), or None where it holds none or cannot be read."""
+    from connectors.registry import filesystem, strip_scheme
+    from dataflow.runtime.commit import SinkLayout, read_manifest
+
+    try:
+        manifest = read_manifest(filesystem(spec.sink.uri, spec.storage.options), SinkLayout(strip_scheme(spec.sink.uri), ""))
+    except (OSError, ValueError, ConnectorError):
+        return None
+    return None if manifest is None else str(manifest.get("run_id"))
+
+
+def _finish(spec, run: BrokeredRun, record, committed: bool = False) -> BrokeredRun:
+    """The run's result once its last job ended: its report with the broker's section; ``committed``: a stopped job's output was committed."""
+    if record.status != "SUCCEEDED" and not committed:
         why = "was stopped outside dataflow" if record.status == "STOPPED" else f"failed: {record.message or 'no message'}"
         raise RunError(f"job {record.job_id} on '{record.cluster}' {why}; see 'dataflow jobs logs {record.job_id}'; "
                        "committed shards are kept, so running the same command again resumes")
