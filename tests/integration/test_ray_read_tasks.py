@@ -32,7 +32,8 @@ AGGREGATE = {"op": "table.aggregate", "params": {"keys": ["level"], "aggregation
     ("jsonl", {}, [FILTER, AGGREGATE]),  # a sharded run's map phase: the stage and the aggregation's partial states, one query per batch
     ("csv", {}, [FILTER]),
     ("parquet", {}, [FILTER]),  # a row group a read task
-], ids=["typed-jsonl", "jsonl", "jsonl-into-partial-states", "csv", "parquet"])
+    ("jsonl", {}, [{**FILTER, "resources": {"batch_size": 24}}]),  # rows a call, not files a task (2 tasks of 24 before)
+], ids=["typed-jsonl", "jsonl", "jsonl-into-partial-states", "csv", "parquet", "jsonl-batch-given"])
 def test_the_stages_after_the_read_leave_it_its_tasks(ray_local, tmp_path, fmt, options, steps):
     from dataflow.engines.ray.read import FILES_PER_TASK
     from dataflow.engines.ray.run import build_dataset

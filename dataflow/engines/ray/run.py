@@ -100,12 +100,12 @@ class StageFn:
         self._executor: StageExecutor | None = None
 
     def __call__(self, batch: pa.Table) -> Iterator[Columns | pa.Table]:
-        """The stage's output of ``batch``; a media stage's in pieces of its ``batch_size`` rows (a block as it came from the read)."""
+        """The stage's output of ``batch``, in pieces of its ``batch_size`` rows for a media stage or a given one (a block as it came from the read)."""
         if self._executor is None:
             # Here, in the worker: the GPU implementations run only where Ray gave this worker a GPU.
             self._executor = StageExecutor(*worker_calls(list(self.stage.calls), self.stage.num_gpus), keeps=list(self.stage.keeps) or None)
         rows = max(batch.num_rows, 1)  # an empty batch runs once, as one piece
-        size = min(self.stage.batch_size, rows) if self.stage.media else rows
+        size = min(self.stage.batch_size, rows) if self.stage.media or self.stage.batch_given else rows
         for start in range(0, rows, size):
             piece = batch.slice(start, size)
             key = batch_key(piece.column(SOURCE) if SOURCE in piece.column_names else [])
@@ -393,14 +393,14 @@ def _run_stages(job: RayJob, ds, side: SideOutputs | None, storage_options: dict
 
 
 def _batch_with_read(stage: RayStage, per_task: int, streamed: bool, row_groups: bool) -> int | None:
-    """A task stage's batch where Ray Data fuses it with the read (and bundles the read's input by it): table stages take
-    the read's blocks as they come (or the batch_size given); media stages at most a read task's files in a streamed run,
-    else their own batch, as many files a task (the 300-image quickstart on 2 cores: 9.3-10.9 s; in tasks of 16 files
-    11.5-11.8 s); after a Parquet read (a row group a task), its blocks, which ``StageFn`` runs a batch at a time (its
-    batch would be as many row groups a task: 16 row groups of 50 images were one task)."""
+    """A task stage's batch where Ray Data fuses it with the read (and bundles the read's input by it, as many files or
+    row groups a task): media stages after a file read at most a read task's files in a streamed run, else their own
+    batch, as many files a task (the 300-image quickstart on 2 cores: 9.3-10.9 s; in tasks of 16 files 11.5-11.8 s);
+    every other stage the read's blocks, which ``StageFn`` runs a given ``batch_size`` at a time (a table stage's 1,024
+    rows were 1,024 files a task; a media stage's 64 after a Parquet read, 16 row groups of 50 images, one task)."""
     if stage.media and not row_groups:
         return min(stage.batch_size, per_task) if streamed else stage.batch_size
-    return stage.batch_size if stage.batch_given and not (stage.media and row_groups) else None
+    return None
 
 
 def _feeds(job: RayJob, i: int) -> tuple[StepCall, str] | None:

@@ -1,4 +1,4 @@
-"""``StageFn`` runs a media stage its ``batch_size`` rows at a time, whatever block Ray gives it (a Parquet row group after the read)."""
+"""``StageFn`` runs a media stage, or a stage given a ``batch_size``, that many rows at a time, whatever block Ray gives it (the read's)."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -31,3 +31,10 @@ def test_a_table_stage_takes_the_block_whole(tmp_path):
     side = SideOutputs(uri=str(tmp_path), storage_options={}, stats_dir=str(tmp_path / "stats"), errors_dir=str(tmp_path / "errors"))
     pieces = list(StageFn(stage, side)(pa.table({"__source__": [f"f#row={i}" for i in range(100_000)], "x": list(range(100_000))})))
     assert [p.num_rows for p in pieces] == [99_998]
+
+
+def test_a_table_stage_given_a_batch_size_takes_the_block_in_pieces_of_it(tmp_path):
+    stage = _stage(tmp_path, {"op": "table.filter_rows", "params": {"where": "x > 1"}, "resources": {"batch_size": 400}})
+    side = SideOutputs(uri=str(tmp_path), storage_options={}, stats_dir=str(tmp_path / "stats"), errors_dir=str(tmp_path / "errors"))
+    pieces = list(StageFn(stage, side)(pa.table({"__source__": [f"f#row={i}" for i in range(1000)], "x": list(range(1000))})))
+    assert [p.num_rows for p in pieces] == [398, 400, 200]
