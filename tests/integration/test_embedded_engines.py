@@ -268,3 +268,19 @@ def test_an_operator_runs_tasks_side_by_side_beside_a_light_one(ray_local, tmp_p
     ds = ray_local.data.range(2, override_num_blocks=2).map_batches(_meet, fn_kwargs={"folder": str(tmp_path)}, batch_size=1)
     ds = ds.map_batches(_same, batch_size=None, num_cpus=0.5)  # other resources: a second operator, not fused with the first
     assert [r["met"] for r in ds.take_all()] == [True, True]
+
+
+def test_the_operator_split_comes_back_when_asked(ray_local, monkeypatch):
+    from ray.data import DataContext
+
+    from dataflow.engines.base import RunOptions
+    from dataflow.engines.ray.engine import RayEngine
+
+    monkeypatch.setenv("DATAFLOW_RAY_OP_RESERVATION", "1")
+    try:
+        RayEngine().start(RunOptions(progress=False))
+        assert DataContext.get_current().op_resource_reservation_enabled is True
+    finally:
+        monkeypatch.delenv("DATAFLOW_RAY_OP_RESERVATION")
+        RayEngine().start(RunOptions(progress=False))  # the session's Ray goes on without the split
+    assert DataContext.get_current().op_resource_reservation_enabled is False
