@@ -86,7 +86,8 @@ def _list_of(parts: list[pa.Array], kind: pa.DataType) -> pa.Array:
 
 
 def _groups(states: pa.Table, keys: list[str]) -> list[list[int]]:
-    """The row numbers of each group of ``keys`` (nulls one group, as the merge's GROUP BY)."""
+    """The row numbers of each group of ``keys`` (nulls one group), by DuckDB's GROUP BY, the merge's own: a struct or list
+    key groups there, where ``grouping.group_ids`` (Arrow's ``group_by``) refuses it."""
     if not keys:
         return [list(range(states.num_rows))]
     named = ", ".join(duck.quoted(k) for k in keys)

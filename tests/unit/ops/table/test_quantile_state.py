@@ -106,3 +106,19 @@ def test_accuracy_from_a_variable_and_a_non_constant_accuracy():
     assert state.points == 14
     assert _split({"q": "percentile_approx(x, 0.5)"}).quantiles[0].points == 20_000  # Spark's default accuracy, 10,000
     assert _split({"q": "percentile_approx(x, 0.5, i)"}) is None  # not a constant: the rows cross the shuffle
+
+
+def test_two_cut_percentiles_grouped_by_a_struct_key_with_nulls():
+    # Keys of a kind Arrow's group_by refuses (a struct) and a null key; two percentile_approx states cut side by side.
+    n = 3_000
+    keys = [None if i % 5 == 0 else {"region": ["eu", "us"][i % 2], "tier": i % 3} for i in range(n)]
+    table = pa.table({"k": pa.array(keys), "x": pa.array([float((i * 7919) % 1000) for i in range(n)]), "i": pa.array([(i * 31) % 97 for i in range(n)], pa.int64())})
+    split = _split({"px": "percentile_approx(x, 0.25, 8)", "pi": "percentile_approx(i, 0.9, 8)", "n": "count(*)"})
+    assert len(split.quantiles) == 2
+    states, merged = _merged(split, table, ["k"], [700, 100, 2_200])
+    assert all(len(v) <= 16 for q in split.quantiles for v in states.column(q.values).to_pylist() if v)
+    rows = table.to_pylist()
+    assert sum(r["n"] for r in merged.to_pylist()) == n
+    for row in merged.to_pylist():
+        group = [r for r in rows if r["k"] == row["k"]]
+        assert _within(row["px"], [r["x"] for r in group], 0.25, 8) and _within(row["pi"], [r["i"] for r in group], 0.9, 8), row
