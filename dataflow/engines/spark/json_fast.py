@@ -1,8 +1,8 @@
 """Read plain local JSON lines with Spark's own JSON reader, numbering lines by row position.
 
 The exact path (``read._jsonl``) reads each file as bytes, splits it into numbered lines and
-parses every line with ``from_json``. When every line of every file starts with ``{`` (no blank
-lines, valid UTF-8: ``eligible``, ``connectors.formats.aligned``: one pass on the driver, or on
+parses every line with ``from_json``. When every line of a file starts with ``{`` (no blank
+lines, valid UTF-8: ``aligned``, ``connectors.formats.aligned``: one pass on the driver, or on
 the executors for a large input) the JSON reader sees exactly those lines, one row each, in order;
 parsed with the same schema and corrupt-record column, in PERMISSIVE mode, they give the same rows
 and the same bad rows. A row's line number is its position in its file's one task:
@@ -10,7 +10,8 @@ and the same bad rows. A row's line number is its position in its file's one tas
 partition bits masked off. That holds only while each file is one whole task, so dataflow's
 actions run inside ``one_task_per_file`` (no split, no two files packed together), a split is an
 error (``raise_error``), and a DataFrame that leaves dataflow (``Pipeline.to_spark``) is read by
-the exact path instead.
+the exact path instead. The input's files that are not aligned are read by the exact path, in
+the same frame (``read._jsonl``).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from dataflow.ops.table.types import SPARK_TYPES
 if TYPE_CHECKING:
     from dataflow.engines.spark.compile import SparkRead
 
-__all__ = ["CORRUPT", "DRIVER_CHECK_BYTES", "DRIVER_CHECK_FILES", "FAILED", "eligible", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
+__all__ = ["CORRUPT", "DRIVER_CHECK_BYTES", "DRIVER_CHECK_FILES", "FAILED", "aligned", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
 
 CORRUPT = "__df_json_corrupt__"
 FAILED = "__df_json_failed__"
@@ -46,28 +47,33 @@ _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.ope
 
 
 def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
-    """``eligible``'s conditions on the read and the files' names alone: local, plain (not compressed) UTF-8 JSON lines."""
+    """``aligned``'s conditions on the read and the files' names alone: local UTF-8 JSON lines, some file plain (not compressed)."""
     from connectors.registry import compression_of
 
     if read.source.format != "jsonl" or read.remote or read.source.in_memory or not files:
         return False
-    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and all(compression_of(f) is None for f in files)
+    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and any(compression_of(f) is None for f in files)
 
 
-def eligible(read: SparkRead, files: list[str], spark) -> bool:
-    """Whether ``files`` of ``read`` are local, plain (not compressed) UTF-8 JSON lines whose every line starts with ``{``.
+def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
+    """The files of ``files`` (local UTF-8 JSON lines of ``read``) that are plain (not compressed) and whose every line starts with ``{``.
 
     The driver reads an input of at most ``DRIVER_CHECK_FILES`` files and ``DRIVER_CHECK_BYTES``
     bytes itself (while Spark analyses the frames); a bigger one is read by a Spark job on the
     executors, which read it anyway, so the driver never reads a large input.
     """
+    from connectors.registry import compression_of
+
     if not may_be_eligible(read, files):
-        return False
-    paths = [strip_scheme(f) for f in files]
+        return frozenset()
+    plain = [f for f in files if compression_of(f) is None]
+    paths = [strip_scheme(f) for f in plain]
     if _small(paths):
-        return all(object_lines(p) is not None for p in paths)
-    slices = min(len(paths), 4 * spark.sparkContext.defaultParallelism)
-    return all(n is not None for n in spark.sparkContext.parallelize(paths, slices).map(object_lines).collect())
+        lines = [object_lines(p) for p in paths]
+    else:
+        slices = min(len(paths), 4 * spark.sparkContext.defaultParallelism)
+        lines = spark.sparkContext.parallelize(paths, slices).map(object_lines).collect()
+    return frozenset(f for f, n in zip(plain, lines) if n is not None)
 
 
 def _small(paths: list[str]) -> bool:

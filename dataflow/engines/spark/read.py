@@ -8,8 +8,8 @@ semantics) go through ``DataflowSource``, which streams them. A file is read by 
 A ``__source__`` column or field in the data is replaced by the read's own lineage; a row holding a
 value in a column spelled like dataflow's working columns (``__df_<name>__``) is a row error of the
 read, and such columns are left out; every other column, ``source`` included, is the user's. A
-JSONL schema left undeclared is inferred by ``json_schema``; plain local JSONL whose lines all
-start with ``{`` is read by ``json_fast``.
+JSONL schema left undeclared is inferred by ``json_schema``; a plain local JSONL file whose lines all
+start with ``{`` is read by ``json_fast``, the input's other files by the exact path beside it.
 """
 from __future__ import annotations
 
@@ -181,10 +181,10 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
 
 
 def _jsonl(
-    spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: bool = False, key: LineKey | None = None,
-    count: Callable[[DataFrame, Column], DataFrame] | None = None,
+    spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: frozenset[str] = frozenset(),
+    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None,
 ) -> Checked:
-    """Parsed JSON lines; ``fast``: ``files`` passed ``json_fast.eligible`` and the job's actions run one task per file; ``key``, ``count``: see ``read_source``."""
+    """Parsed JSON lines; ``fast``: those of ``files`` that passed ``json_fast.aligned`` (the job's actions run one task per file); ``key``, ``count``: see ``read_source``."""
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
@@ -193,8 +193,8 @@ def _jsonl(
     params = get_op("table.parse_json").params.model_construct(fields=fields, column=JSON_LINE)
     step = SparkStep(index=-1, name="table.parse_json", params=params, path="read", kind="map")
 
-    def parsed() -> Checked:
-        lines = _lines(spark, read, files, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
+    def parsed(only: list[str] = files) -> Checked:
+        lines = _lines(spark, read, only, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
         # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
         undecodable = _undecodable(lines.withColumnRenamed("text", JSON_LINE))
         return undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
@@ -204,12 +204,20 @@ def _jsonl(
     if fast and fields:  # Spark's reader refuses a query of its corrupt-record column alone
         from dataflow.engines.spark.json_fast import CORRUPT, FAILED, fast_jsonl
 
-        if any(is_working(n) for n in fields):
-            count = None  # _refuse_working flags more rows after the scan: the read's own observation counts them
-        df = fast_jsonl(spark, files, [_hadoop_path(f, True) for f in files], fields, read.lineage, key, count)
+        rest = [f for f in files if f not in fast]
+        if any(is_working(n) for n in fields) or rest:
+            count = None  # _refuse_working flags more rows after the scan, or the rest are read apart: the read's own observation counts them
+        aligned = [f for f in files if f in fast]
+        df = fast_jsonl(spark, aligned, [_hadoop_path(f, True) for f in aligned], fields, read.lineage, key if not rest else None, count)
+        df = df.withColumn(BAD, F.col(FAILED))
+        if rest:
+            # The other files (a blank line, bytes that are not UTF-8, compressed) by the exact path, beside
+            # them: the same rows, flags and lineage strings as that path gives for every file.
+            df = df.drop(CORRUPT, FAILED)
+            df = df.unionByName(parsed(rest).df.select(*[col(c) for c in df.columns]))
         # The same bad rows as the exact path's; their records (source, reason) come from it, built
         # only then (building its frames costs Spark ~0.5 s of analysis).
-        return Checked(df.withColumn(BAD, F.col(FAILED)), [], helpers=(CORRUPT, FAILED), errors_from=parsed, counted=count is not None)
+        return Checked(df, [], helpers=() if rest else (CORRUPT, FAILED), errors_from=parsed, counted=count is not None)
     fused = parsed()
     return Checked(fused.df, fused.cases, helpers=(*fused.helpers, JSON_LINE), errors_from=lambda: parsed().df)
 
@@ -277,7 +285,7 @@ def _refuse_working(result: DataFrame | Checked) -> DataFrame | Checked:
 
 
 def read_source(
-    spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: bool = False,
+    spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: frozenset[str] = frozenset(),
     key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None,
 ) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``__source__`` column first, then the data.
@@ -285,9 +293,10 @@ def read_source(
     For text and jsonl the result is ``Checked``: the rows, with the lines that are not UTF-8 (or,
     for jsonl, do not parse) flagged.
     ``cache`` (a ``CacheSettings``): the Python data source reads remote files through the cache tier.
-    ``fast_json``: JSON lines are read by ``json_fast`` (the caller checked ``json_fast.eligible``
-    and runs the job's actions inside ``json_fast.one_task_per_file``); ``key``: with it, the
-    ``__source__`` of those lines is its numeric key (``lineage_key``). ``count(rows, bad)``: a
+    ``fast_json``: the files of ``files`` whose JSON lines are read by ``json_fast`` (those
+    ``json_fast.aligned`` gave; the caller runs the job's actions inside
+    ``json_fast.one_task_per_file``), the others by the exact path; ``key``: with it, and every
+    file read by ``json_fast``, the ``__source__`` of those lines is its numeric key (``lineage_key``). ``count(rows, bad)``: a
     read that can count its rows and bad rows as they are read does so through it (the result is
     then ``Checked.counted``).
     """

@@ -24,7 +24,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
-from dataflow.engines.spark.json_fast import eligible, line_key, may_be_eligible
+from dataflow.engines.spark.json_fast import aligned, line_key, may_be_eligible
 from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
@@ -142,25 +142,27 @@ class _Builder:
     ) -> DataFrame:
         args = (spark, read, steps, files, side, storage, named, chain, cache)
         if not (self.fast_json and may_be_eligible(read, files)):
-            return self._chain(*args, fast=False)
+            return self._chain(*args, fast=frozenset())
         # The alignment check reads every file (numpy, mostly without the GIL) while Spark analyses
-        # the fast path's frames; they are dropped for the exact path's when a file fails it.
+        # the frames of every file on the fast path; they are dropped when a file fails it, and the
+        # files that passed take the fast path beside the others.
         mark = self.frames.mark()
         with ThreadPoolExecutor(max_workers=1) as pool:
-            aligned = pool.submit(eligible, read, files, spark)
-            df = self._chain(*args, fast=True)
-            if aligned.result():
-                self.frames.one_task_per_file = True
-                return df
-        self.frames.undo(mark)
-        return self._chain(*args, fast=False)
+            checked = pool.submit(aligned, read, files, spark)
+            df = self._chain(*args, fast=frozenset(files))
+            fast = checked.result()
+        if len(fast) < len(files):
+            self.frames.undo(mark)
+            df = self._chain(*args, fast=fast)
+        self.frames.one_task_per_file |= bool(fast)
+        return df
 
     def _chain(
         self, spark, read: SparkRead, steps: tuple[SparkStep, ...], files: list[str], side: SideOutputs, storage: dict, named: dict, chain: str,
-        cache: CacheSettings | None, fast: bool,
+        cache: CacheSettings | None, fast: frozenset[str],
     ) -> DataFrame:
         # A key that sorts as the lineage strings do, until the aggregate that takes its minimum.
-        key = line_key(files) if fast and read.lineage and read.lineage_key_until is not None else None
+        key = line_key(files) if len(fast) == len(files) and read.lineage and read.lineage_key_until is not None else None
         read_obs = Observation(f"dataflow_{self.tag}_{chain}_{READ_STEP}") if self.observe else None
         count = functools.partial(_counted, read_obs) if read_obs is not None else None
         df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key, count=count)

@@ -2,11 +2,12 @@
 
 The exact path reads each file as bytes and parses each numbered line; the fast path reads
 aligned files with Spark's JSON reader and numbers lines by row position. Each run here is made
-twice, once with the exact path forced (``eligible`` patched to refuse), and both must give the
-same rows, lineage strings, error records and per-step counters.
+twice, once with the exact path forced (``aligned`` patched to refuse every file), and both must
+give the same rows, lineage strings, error records and per-step counters.
 """
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 
@@ -46,9 +47,15 @@ def _doc(data, out, steps=None, lineage=True) -> dict:
 def _run(tmp_path, data, name: str, monkeypatch, exact: bool, **kw):
     import dataflow.engines.spark.run as spark_run
 
-    used = []
-    real = spark_run.eligible
-    monkeypatch.setattr(spark_run, "eligible", lambda read, files, spark: used.append(not exact and real(read, files, spark)) or used[-1])
+    used = []  # per read: (files on the fast path, files)
+    real = spark_run.aligned
+
+    def aligned(read, files, spark):
+        fast = frozenset() if exact else real(read, files, spark)
+        used.append((len(fast), len(files)))
+        return fast
+
+    monkeypatch.setattr(spark_run, "aligned", aligned)
     out = tmp_path / name
     report = run_pipeline(parse_pipeline(_doc(data, out, **kw)), RunOptions(progress=False))
     rows = sorted(json.dumps(r, sort_keys=True) for f in out.glob("*.parquet") for r in pq.read_table(f).to_pylist())
@@ -69,10 +76,11 @@ def _frames(spark, data, tmp_path, steps=None):
     return build_frames(spark, job, list_files(str(data), "jsonl", {}), side, {}, fast_json=True)
 
 
-def _both(tmp_path, data, monkeypatch, **kw):
+def _both(tmp_path, data, monkeypatch, aligned: int | None = None, **kw):
+    """The fast run (its read takes ``aligned`` files on the fast path, default all) and the exact one give the same output."""
     fast = _run(tmp_path, data, "fast", monkeypatch, exact=False, **kw)
     exact = _run(tmp_path, data, "exact", monkeypatch, exact=True, **kw)
-    assert fast[0] == [True] and exact[0] == [False]
+    assert fast[0] and all(n == (total if aligned is None else aligned) for n, total in fast[0]) and all(n == 0 for n, _ in exact[0])
     assert fast[1:] == exact[1:]
     return fast
 
@@ -84,6 +92,41 @@ def test_clean_files_give_the_exact_paths_rows_and_lineage(spark_local, tmp_path
     assert f"{data}/a.jsonl#line=40" in sources and f"{data}/b c%.jsonl#line=1" in sources
     assert len(rows) == 47 - 13 - 2 and errors == []
     assert steps[0] == ("read", 47, 47, 0, {})
+
+
+def _mixed(tmp_path):
+    """Four files, one aligned with a bad line; the others not: blank lines, a line that is not UTF-8, gzip."""
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(20)]})
+    with (data / "a.jsonl").open("a") as f:
+        f.write('{"level": "INFO", "latency_ms": "slow"}\n')
+    (data / "b.jsonl").write_text("".join(_line(i) + "\n" + ("\n" if i % 4 == 0 else "") for i in range(5, 17)) + "\n")
+    (data / "c.jsonl").write_bytes(b"".join(_line(i).encode() + b"\n" for i in range(3)) + b'{"level": "WA\xffRN"}\n' + _line(4).encode() + b"\n")
+    with gzip.open(data / "d.jsonl.gz", "wt") as f:
+        f.write("".join(_line(i) + "\n" for i in range(30, 38)))
+    return data
+
+
+def test_the_aligned_files_of_a_mixed_input_take_the_fast_path_beside_the_others(spark_local, tmp_path, monkeypatch):
+    """Only a.jsonl is aligned: it is read by Spark's JSON reader, the other three by the exact path, and the run is the exact path's."""
+    data = _mixed(tmp_path)
+    plan = _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString()
+    scans = sorted(line.rsplit("]", 1)[-1].strip() for line in plan.splitlines() if line.strip(" +-:").startswith("Relation"))
+    assert scans == ["binaryFile", "dataflow", "json"], plan  # a.jsonl; b.jsonl and c.jsonl as bytes; the gzip file streamed
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch, aligned=1)
+    sources = {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows}
+    assert {"a.jsonl#line=19", "b.jsonl#line=12", "c.jsonl#line=3", "d.jsonl.gz#line=1"} <= sources  # b's blank lines are counted
+    reasons = {json.loads(e)["source"].rsplit("/", 1)[1]: json.loads(e)["reason"] for e in errors}
+    assert set(reasons) == {"a.jsonl#line=21", "c.jsonl#line=4"} and reasons["a.jsonl#line=21"] == "field 'latency_ms' is not a double"
+    assert steps[0] == ("read", 21 + 12 + 5 + 8, 21 + 12 + 5 + 8 - 2, 2, {})
+
+
+def test_an_aggregate_over_a_mixed_input_keeps_the_string_minimum_across_both_paths(spark_local, tmp_path, monkeypatch):
+    data = _mixed(tmp_path)
+    aggregate = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)", "p": "max(latency_ms)"}}}]
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, aligned=1, steps=aggregate)
+    good = [*range(20), *range(5, 17), 0, 1, 2, 4, *range(30, 38)]  # the lines that parse
+    assert {json.loads(r)["level"]: json.loads(r)["n"] for r in rows} == dict(collections.Counter(["INFO", "DEBUG", "WARN"][i % 3] for i in good))
+    assert {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} == {"a.jsonl#line=1", "a.jsonl#line=11", "a.jsonl#line=12"}  # string order
 
 
 def test_an_input_the_executors_check_takes_the_fast_path_with_the_same_output(spark_local, tmp_path, monkeypatch):
@@ -231,9 +274,10 @@ def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(spark_loc
     with gzip.open(tmp_path / "z.jsonl.gz", "wb") as f:
         f.write(b'{"a": 1}\n')
     read = SparkRead(source=SourceSpec(uri=str(tmp_path), format="jsonl"), method="JSON lines", remote=False)
-    assert json_fast.eligible(read, [str(tmp_path / "ok.jsonl")], spark_local)
-    assert not json_fast.eligible(read, [str(tmp_path / "ok.jsonl"), str(tmp_path / "odd.jsonl")], spark_local)
-    assert not json_fast.eligible(read, [str(tmp_path / "z.jsonl.gz")], spark_local)
+    ok, odd, gz = (str(tmp_path / name) for name in ("ok.jsonl", "odd.jsonl", "z.jsonl.gz"))
+    assert json_fast.aligned(read, [ok], spark_local) == {ok}
+    assert json_fast.aligned(read, [ok, odd, gz], spark_local) == {ok}
+    assert json_fast.aligned(read, [gz], spark_local) == set()
 
 
 def test_a_split_file_fails_instead_of_misnumbering(spark_local, tmp_path):
