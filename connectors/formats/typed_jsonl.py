@@ -1,12 +1,13 @@
 """JSONL read with a declared schema (``source.options.schema``): Arrow tables of the declared columns.
 
 Plain UTF-8 input is parsed 8 MiB at a time into the declared Arrow types by ``pyarrow.json``. A
-block goes to it only when every line is one JSON object with nothing around it (``{`` first, ``}``
-last), it holds no CR and is valid UTF-8, the parser takes it without an error, and Arrow's row
-count equals the line count. Any other block (a bad line, a blank or non-object line, a value of
-another kind than declared, a CR) is read line by line like ``read_jsonl``: every bad line becomes a
-row error with its ``path#line=N`` and reason, and the good lines of the block are kept. Compressed
-files and other encodings are read line by line throughout. The values are Spark's: integers take
+block goes to it only when every line but the empty ones (no rows, as line by line) is one JSON
+object with nothing around it (``{`` first, ``}`` last), it holds no CR and is valid UTF-8, the
+parser takes it without an error, and Arrow's row count equals the count of those lines. Any other
+block (a bad line, a line of spaces or a non-object line, a value of another kind than declared, a
+CR) is read line by line like ``read_jsonl``: every bad line becomes a row error with its
+``path#line=N`` and reason, and the good lines of the block are kept. Compressed files and other
+encodings are read line by line throughout. The values are Spark's: integers take
 JSON integers in range only, doubles any JSON number, strings any value (non-strings as their
 compact JSON text, objects and arrays as DuckDB writes them, so a file reads the same here and in
 ``runtime.jsonl_scan``), structs objects, arrays arrays; fields not declared are left out. A value
@@ -203,29 +204,41 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
         if number == 0 and data.startswith(_BOM):
             data = data[3:]
         if data:
-            table = _block(data, schema)
-            if table is None:
+            parsed = _block(data, schema)
+            if parsed is None:
                 lines = data.splitlines()
                 yield from _tables((rec for i, raw in enumerate(lines, start=number + 1)
                                     if (rec := jsonl_row(f"{source}{LINE}{i}", raw)) is not None), schema)
                 number += len(lines)
             else:
-                yield _with_lineage(table, source, number)
-                number += table.num_rows
+                table, numbers, lines = parsed
+                if table.num_rows:
+                    yield _with_lineage(table, source, numbers + number)
+                number += lines
         if not chunk:
             return
 
 
-def _block(data: bytes, schema: pa.Schema) -> pa.Table | None:
-    """The block parsed by Arrow, one row per line, or None when it must be read line by line."""
+def _block(data: bytes, schema: pa.Schema) -> tuple[pa.Table, np.ndarray, int] | None:
+    """The block parsed by Arrow, or None when it must be read line by line.
+
+    Returns the table (a row per line but the empty ones, which are no rows, as line by line), each
+    row's line number in the block (from 1) and the block's line count.
+    """
     import pyarrow.json as pj
 
     if b"\r" in data:
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(buf == 10)
-    if not data.endswith(b"\n"):
-        ends = np.r_[ends, len(data)]
+    ends = _ends(buf)
+    lines = len(ends)
+    empty = ends == np.r_[0, ends[:-1] + 1]  # a line break right after the last one (or first in the block)
+    numbers = np.flatnonzero(~empty) + 1
+    if not numbers.size:
+        return pa.schema(list(schema)[1:]).empty_table(), numbers, lines
+    if empty.any():  # without their line breaks: the lines that are rows, in order
+        buf = np.delete(buf, ends[empty])
+        data, ends = buf.tobytes(), _ends(buf)
     # NOTE: only objects go to Arrow (`{` first, `}` last): it reads a `null` line as a row of nulls, and crashes the process on a block of them.
     if buf[0] != ord("{") or (buf[ends - 1] != ord("}")).any() or (buf[ends[:-1] + 1] != ord("{")).any():
         return None
@@ -238,11 +251,18 @@ def _block(data: bytes, schema: pa.Schema) -> pa.Table | None:
                              parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(schema)[1:]), unexpected_field_behavior="ignore"))
     except pa.ArrowInvalid:
         return None
-    return table if table.num_rows == len(ends) else None  # `{..}{..}` on one line is two objects: line by line
+    if table.num_rows != len(ends):  # `{..}{..}` on one line is two objects: line by line
+        return None
+    return table, numbers, lines
 
 
-def _with_lineage(table: pa.Table, source: str, number: int) -> pa.Table:
+def _ends(buf: np.ndarray) -> np.ndarray:
+    """Where each line of ``buf`` ends: its line break, or the end of a last line without one."""
+    ends = np.flatnonzero(buf == 10)
+    return ends if len(buf) and buf[-1] == 10 else np.r_[ends, len(buf)]
+
+
+def _with_lineage(table: pa.Table, source: str, numbers: np.ndarray) -> pa.Table:
     import pyarrow.compute as pc
 
-    numbers = pa.array(np.arange(number + 1, number + table.num_rows + 1)).cast(pa.string())
-    return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{source}{LINE}", numbers, ""))
+    return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{source}{LINE}", pa.array(numbers).cast(pa.string()), ""))

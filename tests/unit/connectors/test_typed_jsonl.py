@@ -110,6 +110,18 @@ def test_lines_across_blocks_keep_their_numbers(tmp_path, monkeypatch):
     assert [(r["__source__"], r["n"]) for r in rows] == [(f"{p}#line={i + 1}", i) for i in range(40) if i != 7]
 
 
+def test_empty_lines_leave_a_block_to_arrow_and_are_counted_in_the_line_numbers(tmp_path, monkeypatch):
+    """A file cut into blocks of 300 bytes with empty lines first, between lines, a run of them filling whole blocks, and last."""
+    monkeypatch.setattr(typed_jsonl, "_BLOCK", 300)
+    monkeypatch.setattr(typed_jsonl, "jsonl_row", lambda *args: pytest.fail("a block was read line by line"))
+    lines = ["", *[_line(i) if i % 4 else "" for i in range(1, 30)], *[""] * 700, _line(30), "", ""]
+    p = tmp_path / "e.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    rows, errors = _read(p)
+    assert errors == [] and [r["__source__"] for r in rows] == [f"{p}#line={n + 1}" for n, line in enumerate(lines) if line]
+    assert rows == _read(p, blocks=False)[0]
+
+
 @pytest.mark.parametrize("ddl", ["timestamp", "decimal(10,2)", "map<string,int>", "date", "struct<t: timestamp>"])
 def test_unsupported_types_are_refused_naming_the_field(ddl):
     with pytest.raises(ValueError, match="field 'when' has type"):
