@@ -21,8 +21,9 @@ _LF, _CR, _BRACE, _ASCII_END = 0x0A, 0x0D, 0x7B, 0x80
 def object_lines(path: str, cr: bool = True) -> int | None:
     """The file's line count when every line starts with ``{`` and the file is UTF-8, else None: one read, one pass per chunk.
 
-    ``cr``: whether a CR may appear (a reader that splits lines at LF only); a reader that also
-    splits at a lone CR (Python's ``splitlines``) passes False, and a file holding one is refused.
+    ``cr``: whether a lone CR may appear (a reader that splits lines at LF only); a reader that
+    also splits at a lone CR (Python's ``splitlines``) passes False, and a file holding a CR that
+    is not the first half of a CRLF is refused (a CRLF is one line break to both readers).
     A chunk with a byte above ASCII goes through an incremental UTF-8 decoder.
     """
     buf = bytearray(_CHUNK + 1)  # the previous chunk's last byte, then the chunk
@@ -37,8 +38,8 @@ def object_lines(path: str, cr: bool = True) -> int | None:
             b = np.frombuffer(buf, np.uint8, count=n + 1)
             # A line break followed by anything but "{"; one that ends the file has nothing after it.
             breaks = b[:-1] == _LF
-            if np.any(breaks & (b[1:] != _BRACE)) or (not cr and np.any(b[1:] == _CR)):
-                return None
+            if np.any(breaks & (b[1:] != _BRACE)) or (not cr and np.any(b == _CR) and np.any((b[:-1] == _CR) & (b[1:] != _LF))):
+                return None  # a CR ending a chunk is paired with the next chunk's first byte (``buf[0]`` then)
             if utf8.getstate()[0] or int(b[1:].max()) >= _ASCII_END:  # bytes above ASCII, or a sequence the last chunk began
                 try:
                     utf8.decode(bytes(buf[1 : n + 1]))
@@ -48,6 +49,8 @@ def object_lines(path: str, cr: bool = True) -> int | None:
             size += n
             buf[0] = buf[n]
             n = f.readinto(memoryview(buf)[1:])
+    if not cr and size and buf[0] == _CR:  # the file's last byte
+        return None
     try:
         utf8.decode(b"", final=True)  # a sequence cut short by the file's end
     except UnicodeDecodeError:

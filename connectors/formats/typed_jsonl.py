@@ -2,12 +2,12 @@
 
 Plain UTF-8 input is parsed 8 MiB at a time into the declared Arrow types by ``pyarrow.json``. A
 block goes to it only when every line but the empty ones (no rows, as line by line) is one JSON
-object with nothing around it (``{`` first, ``}`` last), it holds no CR and is valid UTF-8, the
-parser takes it without an error, and Arrow's row count equals the count of those lines. Any other
-block (a bad line, a line of spaces or a non-object line, a value of another kind than declared, a
-CR) is read line by line like ``read_jsonl``: every bad line becomes a row error with its
-``path#line=N`` and reason, and the good lines of the block are kept. Compressed files and other
-encodings are read line by line throughout. The values are Spark's: integers take
+object with nothing around it (``{`` first, ``}`` last), it holds no CR but in CRLFs and is valid
+UTF-8, the parser takes it without an error, and Arrow's row count equals the count of those
+lines. Any other block (a bad line, a line of spaces or a non-object line, a value of another kind
+than declared, a lone CR) is read line by line like ``read_jsonl``: every bad line becomes a row
+error with its ``path#line=N`` and reason, and the good lines of the block are kept. Compressed
+files and other encodings are read line by line throughout. The values are Spark's: integers take
 JSON integers in range only, doubles any JSON number, strings any value (non-strings as their
 compact JSON text, objects and arrays as DuckDB writes them, so a file reads the same here and in
 ``runtime.jsonl_scan``), structs objects, arrays arrays; fields not declared are left out. A value
@@ -228,7 +228,9 @@ def _block(data: bytes, schema: pa.Schema) -> tuple[pa.Table, np.ndarray, int] |
     import pyarrow.json as pj
 
     if b"\r" in data:
-        return None
+        if data.count(b"\r") != data.count(b"\r\n"):  # a lone CR: a line break to splitlines alone
+            return None
+        data = data.replace(b"\r\n", b"\n")  # a CRLF is one line break, as to splitlines
     buf = np.frombuffer(data, dtype=np.uint8)
     ends = _ends(buf)
     lines = len(ends)

@@ -122,6 +122,20 @@ def test_empty_lines_leave_a_block_to_arrow_and_are_counted_in_the_line_numbers(
     assert rows == _read(p, blocks=False)[0]
 
 
+def test_a_crlf_file_is_parsed_by_arrow_and_a_lone_cr_reads_its_block_line_by_line(tmp_path, monkeypatch):
+    p = tmp_path / "w.jsonl"
+    p.write_bytes(b"".join(_line(i).encode() + b"\r\n" + (b"\r\n" if i == 3 else b"") for i in range(8)))  # and an empty line
+    arrow = typed_jsonl._block
+    seen = []
+    monkeypatch.setattr(typed_jsonl, "_block", lambda data, schema: seen.append(arrow(data, schema)) or seen[-1])
+    rows, errors = _read(p)
+    assert errors == [] and seen[0] is not None and [r["n"] for r in rows] == list(range(8))
+    assert (rows, errors) == _read(p, blocks=False) and rows[4]["__source__"] == f"{p}#line=6"
+    p.write_bytes(p.read_bytes().replace(b"\r\n", b"\r", 1))  # a lone CR: a line break to splitlines alone
+    rows, errors = _read(p)
+    assert seen[-1] is None and (rows, errors) == _read(p, blocks=False) and len(rows) == 8
+
+
 @pytest.mark.parametrize("ddl", ["timestamp", "decimal(10,2)", "map<string,int>", "date", "struct<t: timestamp>"])
 def test_unsupported_types_are_refused_naming_the_field(ddl):
     with pytest.raises(ValueError, match="field 'when' has type"):

@@ -117,10 +117,12 @@ def test_an_odd_line_among_good_ones(tmp_path, name):
     assert _check(str(path)) == way
 
 
-RAW = {  # file bodies: any line break, blank line or other shape sends the file the Arrow way
+RAW = {  # file bodies: a lone CR, a blank line or another shape sends the file the Arrow way
     "a blank line": b"\n".join(json.dumps(r).encode() for r in GOOD[:3]) + b"\n\n" + json.dumps(GOOD[3]).encode() + b"\n",
     "a null line": json.dumps(GOOD[0]).encode() + b"\nnull\n",
     "a CRLF file": b"".join(json.dumps(r).encode() + b"\r\n" for r in GOOD[:5]),
+    "a lone CR": json.dumps(GOOD[0]).encode() + b"\r" + json.dumps(GOOD[1]).encode() + b"\n",
+    "a CR last": json.dumps(GOOD[0]).encode() + b"\r\n" + json.dumps(GOOD[1]).encode() + b"\r",
     "a bad line": json.dumps(GOOD[0]).encode() + b'\n{"service": \n',
     "two objects on a line": json.dumps(GOOD[0]).encode() + json.dumps(GOOD[1]).encode() + b"\n",
     "a duplicate key": b'{"service": "a", "service": "b", "level": "INFO"}\n',
@@ -140,7 +142,7 @@ def test_file_shapes(tmp_path, name):
     path = tmp_path / "f.jsonl"
     path.write_bytes(RAW[name])
     way = _check(str(path))
-    assert way == ("scanned" if name in ("a NaN literal", "no last line break", "a negative zero for an int") else "fell back")
+    assert way == ("scanned" if name in ("a CRLF file", "a NaN literal", "no last line break", "a negative zero for an int") else "fell back")
 
 
 def test_a_path_duckdb_would_expand_falls_back(tmp_path):
