@@ -348,7 +348,7 @@ def line_reader(fmt: str):
 
 
 def typed_jsonl_reader(blocks: bool):
-    """Return the reader of a jsonl source with a declared schema: Arrow blocks for plain UTF-8 (``blocks``), else line by line."""
+    """Return the reader of a jsonl source with a declared schema: Arrow blocks for UTF-8, plain or decompressed (``blocks``), else line by line."""
     from connectors.formats import typed_jsonl
 
     return typed_jsonl.read_typed_jsonl_blocks if blocks else typed_jsonl.read_typed_jsonl

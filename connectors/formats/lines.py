@@ -22,15 +22,50 @@ from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 
-__all__ = ["jsonl_row", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
+__all__ = ["damaged", "jsonl_row", "line_blocks", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
+_PIECE = 1 << 16  # bytes a block is read in: a damaged stream loses at most the piece that meets the damage
 
 
-def _damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
+def damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
+    """The row error of a damaged stream met after ``lines`` lines."""
     cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "DamagedFile"
     return BadRecord(source, cause, f"{exc} (after line {lines}; the lines before it were read)")
+
+
+def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile]:
+    """``f``'s bytes in blocks of whole lines, about ``size`` new bytes each (the last one ends with the last line, with or without its break).
+
+    The stream is read ``_PIECE`` bytes at a time (``read1``), so a damaged one (``DamagedFile``)
+    keeps every line before the piece that meets the damage, as a line-by-line read does: the block
+    of those lines comes first, then the error; the partial line at the damage is part of it.
+    """
+    read = f.read1 if hasattr(f, "read1") else f.read
+    rest = b""
+    while True:
+        parts, got, damage, end = [rest], 0, None, False
+        while got < size:
+            try:
+                part = read(min(size - got, _PIECE))
+            except DamagedFile as exc:
+                damage = exc
+                break
+            if not part:
+                end = True
+                break
+            parts.append(part)
+            got += len(part)
+        data = b"".join(parts)
+        cut = len(data) if end else data.rfind(b"\n") + 1  # whole lines only, but the last one
+        if cut:
+            yield data[:cut]
+        if damage is not None:
+            yield damage
+        if end or damage is not None:
+            return
+        rest = data[cut:]
 
 
 def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:
@@ -42,7 +77,7 @@ def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:
                 number += 1
                 yield f"{source}{LINE}{number}", raw[3:] if number == 1 and raw.startswith(_BOM) else raw
     except DamagedFile as exc:
-        yield _damaged(source, exc, number)
+        yield damaged(source, exc, number)
 
 
 def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:
@@ -59,7 +94,7 @@ def read_text(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dic
         try:
             data = f.read()
         except DamagedFile as exc:
-            yield _damaged(source, exc, 0)
+            yield damaged(source, exc, 0)
             return
         text = _decode(source, data, encoding)
         yield text if isinstance(text, BadRecord) else {SOURCE: source, "text": text}
@@ -87,16 +122,11 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    skip_empty, number, rest = options.get("skip_empty", True), 0, b""
-    while True:
-        try:
-            chunk = f.read(_BLOCK)
-        except DamagedFile as exc:
-            yield _damaged(source, exc, number)
+    skip_empty, number = options.get("skip_empty", True), 0
+    for data in line_blocks(f, _BLOCK):
+        if isinstance(data, DamagedFile):
+            yield damaged(source, data, number)
             return
-        data = rest + chunk
-        cut = len(data) if not chunk else data.rfind(b"\n") + 1  # whole lines only, but the last one
-        data, rest = data[:cut], data[cut:]
         if number == 0 and data.startswith(_BOM):
             data = data[3:]
         binary = _lf_lines(data)
@@ -119,8 +149,6 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
             if len(text):
                 yield pa.table({SOURCE: pc.binary_join_element_wise(f"{source}{LINE}", numbers.cast(pa.string()), ""), "text": text})
         number += count
-        if not chunk:
-            return
 
 
 def _lf_lines(data: bytes):
@@ -218,7 +246,7 @@ def _csv_records(source: str, reader, encoding: str) -> Iterator[dict | BadRecor
     try:
         header = next(reader, None)
     except DamagedFile as exc:
-        yield _damaged(source, exc, 0)
+        yield damaged(source, exc, 0)
         return
     if header is None:
         return
@@ -233,7 +261,7 @@ def _csv_records(source: str, reader, encoding: str) -> Iterator[dict | BadRecor
         except StopIteration:
             return
         except DamagedFile as exc:
-            yield _damaged(source, exc, reader.line_num)
+            yield damaged(source, exc, reader.line_num)
             return
         except csv.Error as exc:
             yield BadRecord(src, "csv.Error", f"malformed CSV record: {exc}")

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
-from connectors.formats.lines import jsonl_row, read_jsonl
+from connectors.formats.lines import damaged, jsonl_row, line_blocks, read_jsonl
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 
@@ -184,23 +184,18 @@ def _tables(records: Iterator[dict | BadRecord], schema: pa.Schema) -> Iterator[
 
 
 def read_typed_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:
-    """The declared columns of every line, line by line (compressed files, other encodings)."""
+    """The declared columns of every line, line by line (other encodings than UTF-8)."""
     yield from _tables(read_jsonl(source, f, options), arrow_schema(options["schema"]))
 
 
 def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:
-    """The declared columns of every line of plain UTF-8 JSONL, 8 MiB blocks parsed by Arrow where they are clean."""
+    """The declared columns of every line of UTF-8 JSONL (decompressed or plain), 8 MiB blocks parsed by Arrow where they are clean."""
     schema = arrow_schema(options["schema"])
-    number, rest = 0, b""
-    while True:
-        try:
-            chunk = f.read(_BLOCK)
-        except DamagedFile as exc:
-            yield BadRecord(source, "DamagedFile", f"{exc} (after line {number}; the lines before it were read)")
+    number = 0
+    for data in line_blocks(f, _BLOCK):
+        if isinstance(data, DamagedFile):
+            yield damaged(source, data, number)
             return
-        data = rest + chunk
-        cut = len(data) if not chunk else data.rfind(b"\n") + 1  # whole lines only, but the last one
-        data, rest = data[:cut], data[cut:]
         if number == 0 and data.startswith(_BOM):
             data = data[3:]
         if data:
@@ -215,8 +210,6 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
                 if table.num_rows:
                     yield _with_lineage(table, source, numbers + number)
                 number += lines
-        if not chunk:
-            return
 
 
 def _block(data: bytes, schema: pa.Schema) -> tuple[pa.Table, np.ndarray, int] | None:

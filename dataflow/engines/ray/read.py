@@ -128,17 +128,17 @@ class ReadStream:
 
     def _records(self, uri: str, f):
         from connectors.formats.lines import read_text_blocks
-        from connectors.registry import compression_of, decompressed, line_reader, scheme_of, strip_scheme, typed_jsonl_reader, webdataset_reader
+        from connectors.registry import decompressed, line_reader, scheme_of, strip_scheme, typed_jsonl_reader, webdataset_reader
 
         if self.fmt == "webdataset":
             yield from webdataset_reader()(uri, f, self.options)
             return
-        # Plain UTF-8 lines a block at a time (a damaged compressed file keeps every line before the damage: line by line)
-        plain = compression_of(uri) is None and self.options.get("encoding", "utf-8").lower() in ("utf-8", "utf8")
+        # UTF-8 lines (decompressed or plain) a block at a time; a damaged compressed file keeps every line before the damage
+        utf8 = self.options.get("encoding", "utf-8").lower() in ("utf-8", "utf8")
         if self.fmt == "jsonl" and self.options.get("schema"):  # the declared columns, as Arrow tables
-            read = typed_jsonl_reader(blocks=plain)
+            read = typed_jsonl_reader(blocks=utf8)
         else:
-            read = read_text_blocks if plain and self.fmt == "text" and self.options.get("split") == "line" else line_reader(self.fmt)
+            read = read_text_blocks if utf8 and self.fmt == "text" and self.options.get("split") == "line" else line_reader(self.fmt)
         with decompressed(f, uri) as lines:  # lineage as the whole-file readers name it: a plain path for local files
             yield from read(strip_scheme(uri) if scheme_of(uri) == "file" else uri, lines, self.options)
 

@@ -132,3 +132,64 @@ def test_compressed_parquet_is_not_a_parquet_file(tmp_path):
     (tmp_path / "b.parquet.gz").write_bytes(b"")
     files, skipped = list_source(str(tmp_path), "parquet", {})
     assert [f.rsplit("/", 1)[1] for f in files] == ["a.parquet"] and skipped == {".parquet.gz": 1}
+
+
+def _blocks_and_lines(path, fmt, options):
+    """What the block reader (Ray's, for UTF-8) and the line-by-line reader give for one file, records as (source, type)."""
+    from connectors.formats.lines import read_text_blocks
+    from connectors.formats.typed_jsonl import read_typed_jsonl, read_typed_jsonl_blocks
+
+    blocks, lines = (read_typed_jsonl_blocks, read_typed_jsonl) if fmt == "jsonl" else (read_text_blocks, line_reader("text"))
+    out = []
+    for read in (blocks, lines):
+        with open_lines(str(path)) as f:
+            records = list(read(str(path), f, options))
+        rows = [row for r in records if not isinstance(r, BadRecord) for row in (r.to_pylist() if hasattr(r, "to_pylist") else [r])]
+        out.append((rows, [(r.source, r.error_type, r.reason) for r in records if isinstance(r, BadRecord)]))
+    return out
+
+
+@pytest.mark.parametrize("ext", sorted(CODECS), ids=sorted(CODECS))
+@pytest.mark.parametrize(("fmt", "options"), [("jsonl", {"schema": {"n": "int", "pad": "string"}}), ("text", {"split": "line"})], ids=["typed-jsonl", "text"])
+def test_a_truncated_file_read_in_blocks_keeps_the_line_by_line_reads_rows_and_error(tmp_path, monkeypatch, ext, fmt, options):
+    """Blocks of 3,000 bytes over a file cut at two thirds: every line before the damage (at least the line reader's), then the one record naming the file."""
+    from connectors.formats import lines as L
+    from connectors.formats import typed_jsonl
+
+    monkeypatch.setattr(typed_jsonl, "_BLOCK", 3000)
+    monkeypatch.setattr(L, "_BLOCK", 3000)
+    data = b"".join(json.dumps({"n": i, "pad": "x" * (i % 7)}).encode() + b"\n" for i in range(20_000))
+    packed = CODECS[ext](data)
+    path = tmp_path / f"docs.{fmt}.{ext}"
+    path.write_bytes(packed[: len(packed) * 2 // 3])
+    (rows, errors), (want_rows, want_errors) = _blocks_and_lines(path, fmt, options)
+    assert rows[: len(want_rows)] == want_rows and 0 < len(want_rows) <= len(rows) < 20_000  # the line reader loses its buffer's lines too
+    assert [r["__source__"] for r in rows] == [f"{path}#line={i + 1}" for i in range(len(rows))]
+    assert [e[:2] for e in errors] == [e[:2] for e in want_errors] == [(str(path), want_errors[0][1])]
+    assert f"(after line {len(rows)};" in errors[0][2]
+
+
+@given(st.binary(max_size=300).map(lambda b: b.replace(b"\r", b"")), st.integers(1, 400), st.integers(1, 64))
+def test_line_blocks_are_whole_lines_and_a_damage_keeps_every_line_before_it(data, damage_at, size):
+    """A stream that serves ``damage_at`` bytes, a few at a time, then raises: the blocks are its whole lines up to there, then the error."""
+    from connectors.formats.compressed import DamagedFile
+    from connectors.formats.lines import line_blocks
+
+    class Stream:
+        def __init__(self):
+            self.pos = 0
+
+        def read1(self, n):
+            if self.pos >= damage_at and damage_at < len(data):
+                raise DamagedFile("damaged")
+            part = data[self.pos : min(self.pos + min(n, 7), damage_at if damage_at < len(data) else len(data))]
+            self.pos += len(part)
+            return part
+
+    out = list(line_blocks(Stream(), size))
+    blocks = [b for b in out if isinstance(b, bytes)]
+    assert all(blocks) and all(b.endswith(b"\n") for b in blocks[:-1])
+    if damage_at < len(data):
+        assert isinstance(out[-1], DamagedFile) and b"".join(blocks) == data[: data.rfind(b"\n", 0, damage_at) + 1]
+    else:
+        assert b"".join(blocks) == data
