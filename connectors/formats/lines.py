@@ -26,7 +26,7 @@ __all__ = ["damaged", "jsonl_row", "line_blocks", "read_csv", "read_jsonl", "rea
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
-_PIECE = 1 << 16  # bytes a block is read in: a damaged stream loses at most the piece that meets the damage
+_PIECE = 1 << 16  # bytes a block is read in: a damaged stream loses the piece that meets the damage
 
 
 def damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
@@ -36,11 +36,12 @@ def damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
 
 
 def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile]:
-    """``f``'s bytes in blocks of whole lines, about ``size`` new bytes each (the last one ends with the last line, with or without its break).
+    """``f``'s bytes in blocks of whole lines, at least ``size`` new bytes each (the last one ends with the last line, with or without its break).
 
-    The stream is read ``_PIECE`` bytes at a time (``read1``), so a damaged one (``DamagedFile``)
-    keeps every line before the piece that meets the damage, as a line-by-line read does: the block
-    of those lines comes first, then the error; the partial line at the damage is part of it.
+    The stream is read ``_PIECE`` bytes at a time (``read1``) whatever ``size``, so a damaged one
+    (``DamagedFile``) keeps every line before the piece that meets the damage, the same lines for
+    every reader: the block of those lines comes first, then the error; the partial line at the
+    damage is part of it.
     """
     read = f.read1 if hasattr(f, "read1") else f.read
     rest = b""
@@ -48,7 +49,7 @@ def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile
         parts, got, damage, end = [rest], 0, None, False
         while got < size:
             try:
-                part = read(min(size - got, _PIECE))
+                part = read(_PIECE)
             except DamagedFile as exc:
                 damage = exc
                 break
@@ -69,15 +70,17 @@ def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile
 
 
 def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:
+    """Each line of ``f`` with its lineage, read in small blocks (``line_blocks``: a damaged stream keeps what the block readers keep)."""
     number = 0
-    try:
-        for chunk in f:  # split at LF; CR and CRLF inside the chunk are split below, as splitlines does
-            body = chunk[:-1] if chunk.endswith(b"\n") else chunk
-            for raw in body.splitlines() or [b""]:
+    for block in line_blocks(f, _PIECE):
+        if isinstance(block, DamagedFile):
+            yield damaged(source, block, number)
+            return
+        chunks = block.split(b"\n")
+        for chunk in chunks[:-1] if block.endswith(b"\n") else chunks:  # split at LF; CR and CRLF inside are split below, as splitlines does
+            for raw in chunk.splitlines() or [b""]:
                 number += 1
                 yield f"{source}{LINE}{number}", raw[3:] if number == 1 and raw.startswith(_BOM) else raw
-    except DamagedFile as exc:
-        yield damaged(source, exc, number)
 
 
 def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:

@@ -152,7 +152,7 @@ def _blocks_and_lines(path, fmt, options):
 @pytest.mark.parametrize("ext", sorted(CODECS), ids=sorted(CODECS))
 @pytest.mark.parametrize(("fmt", "options"), [("jsonl", {"schema": {"n": "int", "pad": "string"}}), ("text", {"split": "line"})], ids=["typed-jsonl", "text"])
 def test_a_truncated_file_read_in_blocks_keeps_the_line_by_line_reads_rows_and_error(tmp_path, monkeypatch, ext, fmt, options):
-    """Blocks of 3,000 bytes over a file cut at two thirds: every line before the damage (at least the line reader's), then the one record naming the file."""
+    """Blocks of 3,000 bytes over a file cut at two thirds: the line reader's rows (every line before the piece that met the damage), then its one record naming the file."""
     from connectors.formats import lines as L
     from connectors.formats import typed_jsonl
 
@@ -163,10 +163,9 @@ def test_a_truncated_file_read_in_blocks_keeps_the_line_by_line_reads_rows_and_e
     path = tmp_path / f"docs.{fmt}.{ext}"
     path.write_bytes(packed[: len(packed) * 2 // 3])
     (rows, errors), (want_rows, want_errors) = _blocks_and_lines(path, fmt, options)
-    assert rows[: len(want_rows)] == want_rows and 0 < len(want_rows) <= len(rows) < 20_000  # the line reader loses its buffer's lines too
+    assert rows == want_rows and errors == want_errors and 0 < len(rows) < 20_000
     assert [r["__source__"] for r in rows] == [f"{path}#line={i + 1}" for i in range(len(rows))]
-    assert [e[:2] for e in errors] == [e[:2] for e in want_errors] == [(str(path), want_errors[0][1])]
-    assert f"(after line {len(rows)};" in errors[0][2]
+    assert len(errors) == 1 and errors[0][0] == str(path) and f"(after line {len(rows)};" in errors[0][2]
 
 
 @given(st.binary(max_size=300).map(lambda b: b.replace(b"\r", b"")), st.integers(1, 400), st.integers(1, 64))
