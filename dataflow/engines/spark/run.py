@@ -143,15 +143,18 @@ class _Builder:
         args = (spark, read, steps, files, side, storage, named, chain, cache)
         if not (self.fast_json and may_be_eligible(read, files)):
             return self._chain(*args, fast=frozenset())
-        # The alignment check reads every file (numpy, mostly without the GIL) while Spark analyses
-        # the frames of every file on the fast path; they are dropped when a file fails it, and the
-        # files that passed take the fast path beside the others.
+        # The alignment check reads every plain file (numpy, mostly without the GIL) while Spark
+        # analyses the frames of them all on the fast path; they are dropped when a file fails it,
+        # and the files that passed take the fast path beside the others.
+        from connectors.registry import compression_of
+
+        plain = frozenset(f for f in files if compression_of(f) is None)
         mark = self.frames.mark()
         with ThreadPoolExecutor(max_workers=1) as pool:
             checked = pool.submit(aligned, read, files, spark)
-            df = self._chain(*args, fast=frozenset(files))
+            df = self._chain(*args, fast=plain)
             fast = checked.result()
-        if len(fast) < len(files):
+        if fast != plain:
             self.frames.undo(mark)
             df = self._chain(*args, fast=fast)
         self.frames.one_task_per_file |= bool(fast)

@@ -120,6 +120,22 @@ def test_the_aligned_files_of_a_mixed_input_take_the_fast_path_beside_the_others
     assert steps[0] == ("read", 21 + 12 + 5 + 8, 21 + 12 + 5 + 8 - 2, 2, {})
 
 
+def test_compressed_files_beside_aligned_ones_cost_no_second_build_of_the_frames(spark_local, tmp_path, monkeypatch):
+    """The frames built while the alignment check runs already read the compressed files by the exact path: they are kept."""
+    import dataflow.engines.spark.run as spark_run
+
+    data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(6)], "b.jsonl": [_line(i) for i in range(4)]})
+    with gzip.open(data / "c.jsonl.gz", "wt") as f:
+        f.write("".join(_line(i) + "\n" for i in range(5)))
+    builds, real = [], spark_run._Builder._chain
+    monkeypatch.setattr(spark_run._Builder, "_chain", lambda self, *args, fast: builds.append(len(fast)) or real(self, *args, fast=fast))
+    plan = _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString()
+    assert builds == [2] and sorted(line.rsplit("]", 1)[-1].strip() for line in plan.splitlines() if line.strip(" +-:").startswith("Relation")) == ["dataflow", "json"]
+    monkeypatch.setattr(spark_run._Builder, "_chain", real)
+    _, rows, _, steps = _both(tmp_path, data, monkeypatch, aligned=2)
+    assert len(rows) == 15 - 5 and steps[0] == ("read", 15, 15, 0, {})
+
+
 def test_an_aggregate_over_a_mixed_input_keeps_the_string_minimum_across_both_paths(spark_local, tmp_path, monkeypatch):
     data = _mixed(tmp_path)
     aggregate = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)", "p": "max(latency_ms)"}}}]
