@@ -44,9 +44,9 @@ def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile
     damage is part of it.
     """
     read = f.read1 if hasattr(f, "read1") else f.read
-    rest = b""
+    pending: list[bytes] = []  # read, not yet in a block: no LF in any but the pieces of this round
     while True:
-        parts, got, damage, end = [rest], 0, None, False
+        start, got, damage, end = len(pending), 0, None, False
         while got < size:
             try:
                 part = read(_PIECE)
@@ -56,17 +56,22 @@ def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile
             if not part:
                 end = True
                 break
-            parts.append(part)
+            pending.append(part)
             got += len(part)
-        data = b"".join(parts)
-        cut = len(data) if end else data.rfind(b"\n") + 1  # whole lines only, but the last one
-        if cut:
-            yield data[:cut]
+        if end:
+            if any(pending):
+                yield b"".join(pending)
+            return
+        # Whole lines only: up to the last LF, looked for in this round's pieces alone (a long line is not searched again)
+        for i in range(len(pending) - 1, start - 1, -1):
+            cut = pending[i].rfind(b"\n") + 1
+            if cut:
+                yield b"".join([*pending[:i], pending[i][:cut]])
+                pending = [pending[i][cut:], *pending[i + 1 :]]
+                break
         if damage is not None:
             yield damage
-        if end or damage is not None:
             return
-        rest = data[cut:]
 
 
 def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:

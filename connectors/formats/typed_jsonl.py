@@ -7,11 +7,11 @@ UTF-8, the parser takes it without an error, and Arrow's row count equals the co
 lines. Any other block (a bad line, a line of spaces or a non-object line, a value of another kind
 than declared, a lone CR) is read line by line like ``read_jsonl``: every bad line becomes a row
 error with its ``path#line=N`` and reason, and the good lines of the block are kept. Compressed
-files and other encodings are read line by line throughout. The values are Spark's: integers take
-JSON integers in range only, doubles any JSON number, strings any value (non-strings as their
-compact JSON text, objects and arrays as DuckDB writes them, so a file reads the same here and in
-``runtime.jsonl_scan``), structs objects, arrays arrays; fields not declared are left out. A value
-of another kind makes the row a ``TypeError`` row error.
+files come in the same blocks, decompressed; other encodings are read line by line throughout.
+The values are Spark's: integers take JSON integers in range only, doubles any JSON number,
+strings any value (non-strings as their compact JSON text, objects and arrays as DuckDB writes
+them, so a file reads the same here and in ``runtime.jsonl_scan``), structs objects, arrays
+arrays; fields not declared are left out. A value of another kind makes the row a ``TypeError`` row error.
 """
 from __future__ import annotations
 
