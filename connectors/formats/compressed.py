@@ -67,20 +67,26 @@ class _Checked(io.RawIOBase):
         super().close()
 
 
-class _Zstd(io.RawIOBase):
-    """zstd frames decompressed one after another; a file that ends inside a frame is damaged.
+class _Members(io.RawIOBase):
+    """zstd frames or gzip members decompressed one after another; a file that ends inside one, or holds anything else after one, is damaged.
 
     ``zstandard``'s own stream reader ends quietly at a truncated frame, so frames are followed
-    here. NOTE: input goes in 16 kB at a time, which bounds what one step decompresses.
+    here; Python's gzip reader skips zero padding after the last member, which Hadoop's refuses.
+    NOTE: input goes in 16 kB at a time, which bounds what one step decompresses.
     """
 
     _STEP = 1 << 14
 
-    def __init__(self, raw: BinaryIO):
+    def __init__(self, raw: BinaryIO, codec: str):
+        self._raw, self._codec = raw, codec
+        self._member, self._pending, self._fed = self._new(), b"", False
+
+    def _new(self):
+        if self._codec == "gzip":
+            return zlib.decompressobj(wbits=31)  # one gzip member, its checksum and length checked
         import zstandard
 
-        self._raw, self._new = raw, zstandard.ZstdDecompressor().decompressobj
-        self._frame, self._pending, self._fed = self._new(), b"", False
+        return zstandard.ZstdDecompressor().decompressobj()
 
     def readable(self) -> bool:
         return True
@@ -89,16 +95,16 @@ class _Zstd(io.RawIOBase):
         while not self._pending:
             data = self._raw.read(self._STEP)
             if not data:
-                if self._fed and not self._frame.eof:
-                    raise EOFError("zstd file ended inside a frame (truncated)")
+                if self._fed and not self._member.eof:
+                    raise EOFError(f"{self._codec} file ended inside a {'member' if self._codec == 'gzip' else 'frame'} (truncated)")
                 return 0
             out = []
             while data:
-                if self._frame.eof:  # the next frame of a multi-frame file (pzstd, concatenated parts)
-                    self._frame = self._new()
+                if self._member.eof:  # the next member or frame (pzstd, pigz, concatenated parts)
+                    self._member, self._fed = self._new(), False
                 self._fed = True
-                out.append(self._frame.decompress(data))
-                data = self._frame.unused_data if self._frame.eof else b""
+                out.append(self._member.decompress(data))
+                data = self._member.unused_data if self._member.eof else b""
             self._pending = b"".join(out)
         n = min(len(buffer), len(self._pending))
         buffer[:n] = self._pending[:n]
@@ -121,21 +127,22 @@ class _Plain(io.RawIOBase):
         return len(data)
 
 
-def _open_codec(raw: BinaryIO, codec: str):
-    if codec == "zstd":
-        return _Zstd(raw)
+def _open_codec(raw: BinaryIO, codec: str, strict: bool):
+    if codec == "zstd" or (strict and codec == "gzip"):
+        return _Members(raw, codec)
     from fsspec.compression import compr
 
     return compr[codec](raw, mode="rb")
 
 
 @contextmanager
-def decompressed(raw: BinaryIO, path: str) -> Iterator[BinaryIO]:
+def decompressed(raw: BinaryIO, path: str, strict: bool = False) -> Iterator[BinaryIO]:
     """Yield the file's content as a buffered binary stream, decompressed when ``path`` names a codec.
 
     ``raw`` stays open (the caller owns it); reads of a damaged stream raise :class:`DamagedFile`.
+    ``strict``: data after a gzip file's last member (zero padding too) is damage, as Hadoop's reader takes it.
     """
     codec = codec_of(path)
-    inner = _Checked(_open_codec(raw, codec), codec) if codec else _Plain(raw)
+    inner = _Checked(_open_codec(raw, codec, strict), codec) if codec else _Plain(raw)
     with io.BufferedReader(inner, _BUFFER) as f:
         yield f

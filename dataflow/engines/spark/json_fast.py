@@ -1,9 +1,10 @@
-"""Read plain local JSON lines with Spark's own JSON reader, numbering lines by row position.
+"""Read local JSON lines with Spark's own JSON reader, numbering lines by row position.
 
-The exact path (``read._jsonl``) reads each file as bytes, splits it into numbered lines and
-parses every line with ``from_json``. When every line of a file starts with ``{`` (no blank
-lines, valid UTF-8: ``aligned``, ``connectors.formats.aligned``: one pass on the driver, or on
-the executors for a large input) the JSON reader sees exactly those lines, one row each, in order;
+The exact path (``read._jsonl``) reads each file as bytes (a compressed one through the Python
+data source), splits it into numbered lines and parses every line with ``from_json``. When every
+line of a file starts with ``{`` (no blank lines, valid UTF-8: ``aligned``,
+``connectors.formats.aligned``: one pass on the driver, or on the executors for a large input)
+the JSON reader sees exactly those lines, one row each, in order;
 parsed with the same schema and corrupt-record column, in PERMISSIVE mode, they give the same rows
 and the same bad rows. A row's line number is its position in its file's one task:
 ``monotonically_increasing_id`` (partition index << 33 | row index in the partition) with the
@@ -11,7 +12,10 @@ partition bits masked off. That holds only while each file is one whole task, so
 actions run inside ``one_task_per_file`` (no split, no two files packed together), a split is an
 error (``raise_error``), and a DataFrame that leaves dataflow (``Pipeline.to_spark``) is read by
 the exact path instead. The input's files that are not aligned are read by the exact path, in
-the same frame (``read._jsonl``).
+the same frame (``read._jsonl``). A compressed file takes the fast path when Spark's reader
+decompresses it by its name as dataflow's readers do (``spark_reads``: gzip, bz2, zstd; not xz)
+and it is whole (the check decompresses it, refusing a truncated one or data after its last
+gzip member, which fail Spark's reader).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from dataflow.ops.table.types import SPARK_TYPES
 if TYPE_CHECKING:
     from dataflow.engines.spark.compile import SparkRead
 
-__all__ = ["CORRUPT", "DRIVER_CHECK_BYTES", "DRIVER_CHECK_FILES", "FAILED", "aligned", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file"]
+__all__ = ["CORRUPT", "DRIVER_CHECK_BYTES", "DRIVER_CHECK_FILES", "FAILED", "aligned", "fast_jsonl", "line_key", "may_be_eligible", "one_task_per_file", "spark_reads"]
 
 CORRUPT = "__df_json_corrupt__"
 FAILED = "__df_json_failed__"
@@ -43,46 +47,55 @@ _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 DRIVER_CHECK_FILES = 10_000  # an input the driver checks itself: at most this many files
 DRIVER_CHECK_BYTES = 1 << 30  # and this many bytes (about 0.3 s of reading); a bigger one is checked by the executors
+_COMPRESSED_COST = 64  # a compressed byte costs the check ~64 plain ones: ~8 bytes of lines, decompressed at ~1/8 the speed of the plain pass
+_SPARK_CODECS = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst"}  # Hadoop's codecs, by the name's suffix
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
 
 
-def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
-    """``aligned``'s conditions on the read and the files' names alone: local UTF-8 JSON lines, some file plain (not compressed)."""
+def spark_reads(file: str) -> bool:
+    """Whether Spark's JSON reader reads ``file``'s lines as dataflow's readers do: plain, or compressed by a codec Hadoop decompresses by the same name."""
     from connectors.registry import compression_of
 
+    codec = compression_of(file)
+    return codec is None or (codec in _SPARK_CODECS and file.endswith(_SPARK_CODECS[codec]))
+
+
+def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
+    """``aligned``'s conditions on the read and the files' names alone: local UTF-8 JSON lines, some file that Spark's reader reads (``spark_reads``)."""
     if read.source.format != "jsonl" or read.remote or read.source.in_memory or not files:
         return False
-    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and any(compression_of(f) is None for f in files)
+    return codecs.lookup(read.source.options.get("encoding", "utf-8")).name == "utf-8" and any(spark_reads(f) for f in files)
 
 
 def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
-    """The files of ``files`` (local UTF-8 JSON lines of ``read``) that are plain (not compressed) and whose every line starts with ``{``.
+    """The files of ``files`` (local UTF-8 JSON lines of ``read``) that Spark's reader reads (``spark_reads``) and whose every line starts with ``{``.
 
     The driver reads an input of at most ``DRIVER_CHECK_FILES`` files and ``DRIVER_CHECK_BYTES``
-    bytes itself (while Spark analyses the frames); a bigger one is read by a Spark job on the
-    executors, which read it anyway, so the driver never reads a large input.
+    bytes itself (while Spark analyses the frames; a compressed byte counts as
+    ``_COMPRESSED_COST``); a bigger one is read by a Spark job on the executors, which read it
+    anyway, so the driver never reads a large input.
     """
-    from connectors.registry import compression_of
-
     if not may_be_eligible(read, files):
         return frozenset()
-    plain = [f for f in files if compression_of(f) is None]
-    paths = [strip_scheme(f) for f in plain]
+    readable = [f for f in files if spark_reads(f)]
+    paths = [strip_scheme(f) for f in readable]
     if _small(paths):
         lines = [object_lines(p) for p in paths]
     else:
         slices = min(len(paths), 4 * spark.sparkContext.defaultParallelism)
         lines = spark.sparkContext.parallelize(paths, slices).map(object_lines).collect()
-    return frozenset(f for f, n in zip(plain, lines) if n is not None)
+    return frozenset(f for f, n in zip(readable, lines) if n is not None)
 
 
 def _small(paths: list[str]) -> bool:
     """Whether ``paths`` are few and small enough for the driver to read (a stat each, up to the first past the limit)."""
+    from connectors.registry import compression_of
+
     if len(paths) > DRIVER_CHECK_FILES:
         return False
     total = 0
     for p in paths:
-        total += os.path.getsize(p)
+        total += os.path.getsize(p) * (1 if compression_of(p) is None else _COMPRESSED_COST)
         if total > DRIVER_CHECK_BYTES:
             return False
     return True

@@ -8,8 +8,9 @@ semantics) go through ``DataflowSource``, which streams them. A file is read by 
 A ``__source__`` column or field in the data is replaced by the read's own lineage; a row holding a
 value in a column spelled like dataflow's working columns (``__df_<name>__``) is a row error of the
 read, and such columns are left out; every other column, ``source`` included, is the user's. A
-JSONL schema left undeclared is inferred by ``json_schema``; a plain local JSONL file whose lines all
-start with ``{`` is read by ``json_fast``, the input's other files by the exact path beside it.
+JSONL schema left undeclared is inferred by ``json_schema``; a local JSONL file whose lines all
+start with ``{`` (plain, or gzip, bz2 or zstd, which Hadoop decompresses) is read by ``json_fast``,
+the input's other files by the exact path beside it.
 """
 from __future__ import annotations
 
@@ -211,7 +212,7 @@ def _jsonl(
         df = fast_jsonl(spark, aligned, [_hadoop_path(f, True) for f in aligned], fields, read.lineage, key if not rest else None, count)
         df = df.withColumn(BAD, F.col(FAILED))
         if rest:
-            # The other files (a blank line, bytes that are not UTF-8, compressed) by the exact path, beside
+            # The other files (a blank line, bytes that are not UTF-8, damaged or xz-compressed) by the exact path, beside
             # them: the same rows, flags and lineage strings as that path gives for every file.
             df = df.drop(CORRUPT, FAILED)
             df = df.unionByName(parsed(rest).df.select(*[col(c) for c in df.columns]))

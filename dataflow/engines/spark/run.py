@@ -24,7 +24,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col
 from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
-from dataflow.engines.spark.json_fast import aligned, line_key, may_be_eligible
+from dataflow.engines.spark.json_fast import aligned, line_key, may_be_eligible, spark_reads
 from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
 from dataflow.engines.spark.read import read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
@@ -143,18 +143,16 @@ class _Builder:
         args = (spark, read, steps, files, side, storage, named, chain, cache)
         if not (self.fast_json and may_be_eligible(read, files)):
             return self._chain(*args, fast=frozenset())
-        # The alignment check reads every plain file (numpy, mostly without the GIL) while Spark
-        # analyses the frames of them all on the fast path; they are dropped when a file fails it,
-        # and the files that passed take the fast path beside the others.
-        from connectors.registry import compression_of
-
-        plain = frozenset(f for f in files if compression_of(f) is None)
+        # The alignment check reads every file Spark's reader can take (numpy, mostly without the
+        # GIL) while Spark analyses the frames of them all on the fast path; they are dropped when a
+        # file fails it, and the files that passed take the fast path beside the others.
+        readable = frozenset(f for f in files if spark_reads(f))
         mark = self.frames.mark()
         with ThreadPoolExecutor(max_workers=1) as pool:
             checked = pool.submit(aligned, read, files, spark)
-            df = self._chain(*args, fast=plain)
+            df = self._chain(*args, fast=readable)
             fast = checked.result()
-        if fast != plain:
+        if fast != readable:
             self.frames.undo(mark)
             df = self._chain(*args, fast=fast)
         self.frames.one_task_per_file |= bool(fast)

@@ -7,9 +7,12 @@ give the same rows, lineage strings, error records and per-step counters.
 """
 from __future__ import annotations
 
+import bz2
 import collections
 import gzip
 import json
+import lzma
+import zlib
 
 import pyarrow.parquet as pq
 import pytest
@@ -95,7 +98,7 @@ def test_clean_files_give_the_exact_paths_rows_and_lineage(spark_local, tmp_path
 
 
 def _mixed(tmp_path):
-    """Four files, one aligned with a bad line; the others not: blank lines, a line that is not UTF-8, gzip."""
+    """Five files, two aligned (one with a bad line, one gzip); the others not: blank lines, a line that is not UTF-8, xz (which Spark's reader does not decompress)."""
     data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(20)]})
     with (data / "a.jsonl").open("a") as f:
         f.write('{"level": "INFO", "latency_ms": "slow"}\n')
@@ -103,44 +106,91 @@ def _mixed(tmp_path):
     (data / "c.jsonl").write_bytes(b"".join(_line(i).encode() + b"\n" for i in range(3)) + b'{"level": "WA\xffRN"}\n' + _line(4).encode() + b"\n")
     with gzip.open(data / "d.jsonl.gz", "wt") as f:
         f.write("".join(_line(i) + "\n" for i in range(30, 38)))
+    (data / "e.jsonl.xz").write_bytes(lzma.compress("".join(_line(i) + "\n" for i in range(40, 43)).encode()))
     return data
 
 
 def test_the_aligned_files_of_a_mixed_input_take_the_fast_path_beside_the_others(spark_local, tmp_path, monkeypatch):
-    """Only a.jsonl is aligned: it is read by Spark's JSON reader, the other three by the exact path, and the run is the exact path's."""
+    """a.jsonl and d.jsonl.gz are aligned: they are read by Spark's JSON reader, the other three by the exact path, and the run is the exact path's."""
     data = _mixed(tmp_path)
     plan = _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString()
     scans = sorted(line.rsplit("]", 1)[-1].strip() for line in plan.splitlines() if line.strip(" +-:").startswith("Relation"))
-    assert scans == ["binaryFile", "dataflow", "json"], plan  # a.jsonl; b.jsonl and c.jsonl as bytes; the gzip file streamed
-    _, rows, errors, steps = _both(tmp_path, data, monkeypatch, aligned=1)
+    assert scans == ["binaryFile", "dataflow", "json"], plan  # a.jsonl and the gzip file; b.jsonl and c.jsonl as bytes; the xz file streamed
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch, aligned=2)
     sources = {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows}
-    assert {"a.jsonl#line=19", "b.jsonl#line=12", "c.jsonl#line=3", "d.jsonl.gz#line=1"} <= sources  # b's blank lines are counted
+    assert {"a.jsonl#line=19", "b.jsonl#line=12", "c.jsonl#line=3", "d.jsonl.gz#line=1", "e.jsonl.xz#line=3"} <= sources  # b's blank lines are counted
     reasons = {json.loads(e)["source"].rsplit("/", 1)[1]: json.loads(e)["reason"] for e in errors}
     assert set(reasons) == {"a.jsonl#line=21", "c.jsonl#line=4"} and reasons["a.jsonl#line=21"] == "field 'latency_ms' is not a double"
-    assert steps[0] == ("read", 21 + 12 + 5 + 8, 21 + 12 + 5 + 8 - 2, 2, {})
+    assert steps[0] == ("read", 21 + 12 + 5 + 8 + 3, 21 + 12 + 5 + 8 + 3 - 2, 2, {})
 
 
-def test_compressed_files_beside_aligned_ones_cost_no_second_build_of_the_frames(spark_local, tmp_path, monkeypatch):
-    """The frames built while the alignment check runs already read the compressed files by the exact path: they are kept."""
+def test_files_spark_cannot_read_beside_aligned_ones_cost_no_second_build_of_the_frames(spark_local, tmp_path, monkeypatch):
+    """The frames built while the alignment check runs already read an xz file by the exact path: they are kept."""
     import dataflow.engines.spark.run as spark_run
 
     data = _write(tmp_path / "in", {"a.jsonl": [_line(i) for i in range(6)], "b.jsonl": [_line(i) for i in range(4)]})
     with gzip.open(data / "c.jsonl.gz", "wt") as f:
         f.write("".join(_line(i) + "\n" for i in range(5)))
+    (data / "d.jsonl.xz").write_bytes(lzma.compress("".join(_line(i) + "\n" for i in range(3)).encode()))
     builds, real = [], spark_run._Builder._chain
     monkeypatch.setattr(spark_run._Builder, "_chain", lambda self, *args, fast: builds.append(len(fast)) or real(self, *args, fast=fast))
     plan = _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString()
-    assert builds == [2] and sorted(line.rsplit("]", 1)[-1].strip() for line in plan.splitlines() if line.strip(" +-:").startswith("Relation")) == ["dataflow", "json"]
+    assert builds == [3] and sorted(line.rsplit("]", 1)[-1].strip() for line in plan.splitlines() if line.strip(" +-:").startswith("Relation")) == ["dataflow", "json"]
     monkeypatch.setattr(spark_run._Builder, "_chain", real)
-    _, rows, _, steps = _both(tmp_path, data, monkeypatch, aligned=2)
-    assert len(rows) == 15 - 5 and steps[0] == ("read", 15, 15, 0, {})
+    _, rows, _, steps = _both(tmp_path, data, monkeypatch, aligned=3)
+    assert len(rows) == 18 - 6 and steps[0] == ("read", 18, 18, 0, {})
+
+
+def _members(codec: str, lines: list[str], parts: int = 2) -> bytes:
+    """``lines`` compressed by ``codec`` in ``parts`` concatenated members (streams, frames), as pigz, pbzip2 and pzstd write them."""
+    import zstandard
+
+    compress = {"gz": gzip.compress, "bz2": bz2.compress, "zst": zstandard.ZstdCompressor().compress}[codec]
+    cut = len(lines) // parts
+    pieces = [lines[i * cut : (i + 1) * cut if i < parts - 1 else len(lines)] for i in range(parts)]
+    return b"".join(compress("".join(line + "\n" for line in piece).encode()) for piece in pieces)
+
+
+def test_compressed_files_spark_decompresses_take_the_fast_path(spark_local, tmp_path, monkeypatch):
+    """gzip, bz2 and zstd files of several members each are read by Spark's JSON reader alone, with the exact path's rows, lineage and errors."""
+    lines = [_line(i) for i in range(30)]
+    lines[17] = '{"level": "INFO", "latency_ms": "slow"}'
+    data = tmp_path / "in"
+    data.mkdir()
+    for codec in ("gz", "bz2", "zst"):
+        (data / f"p.jsonl.{codec}").write_bytes(_members(codec, lines, parts=3))
+    plan = _frames(spark_local, data, tmp_path).output._jdf.queryExecution().optimizedPlan().toString()
+    assert [line.rsplit("]", 1)[-1].strip() for line in plan.splitlines() if line.strip(" +-:").startswith("Relation")] == ["json"], plan
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch)
+    sources = {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows}
+    assert {f"p.jsonl.{codec}#line={n}" for codec in ("gz", "bz2", "zst") for n in (1, 30)} <= sources
+    assert sorted(json.loads(e)["source"].rsplit("/", 1)[1] for e in errors) == [f"p.jsonl.{codec}#line=18" for codec in ("bz2", "gz", "zst")]
+    assert steps[0] == ("read", 90, 87, 3, {})
+
+
+def test_a_damaged_or_padded_gzip_file_takes_the_exact_path_and_the_run_goes_on(spark_local, tmp_path, monkeypatch):
+    """Spark's reader fails a job on a truncated gzip file or zero padding after its last member: the check sends both to the exact path,
+    which keeps the truncated file's lines read before the damage (and reports it) and reads the padded one whole."""
+    lines = [_line(i) for i in range(4000)]
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.jsonl.gz").write_bytes(_members("gz", lines[:10]))
+    whole = _members("gz", lines, parts=1)
+    (data / "cut.jsonl.gz").write_bytes(whole[: len(whole) * 2 // 3])
+    (data / "padded.jsonl.gz").write_bytes(_members("gz", lines[:7]) + b"\0" * 512)
+    _, rows, errors, steps = _both(tmp_path, data, monkeypatch, aligned=1)
+    files = collections.Counter(json.loads(r)["__source__"].rsplit("/", 1)[1].split("#")[0] for r in rows)
+    before = zlib.decompressobj(wbits=31).decompress(whole[: len(whole) * 2 // 3]).count(b"\n")  # the whole lines before the damage
+    assert files["a.jsonl.gz"] == 7 and files["padded.jsonl.gz"] == 5 and 0 < files["cut.jsonl.gz"] <= sum(i % 3 != 1 for i in range(before))
+    assert [json.loads(e)["source"].rsplit("/", 1)[1].split("#")[0] for e in errors] == ["cut.jsonl.gz"]
+    assert steps[0][1] == steps[0][2] + steps[0][3] and steps[0][3] == 1
 
 
 def test_an_aggregate_over_a_mixed_input_keeps_the_string_minimum_across_both_paths(spark_local, tmp_path, monkeypatch):
     data = _mixed(tmp_path)
     aggregate = [{"op": "table.aggregate", "params": {"keys": ["level"], "aggregations": {"n": "count(*)", "p": "max(latency_ms)"}}}]
-    _, rows, _, _ = _both(tmp_path, data, monkeypatch, aligned=1, steps=aggregate)
-    good = [*range(20), *range(5, 17), 0, 1, 2, 4, *range(30, 38)]  # the lines that parse
+    _, rows, _, _ = _both(tmp_path, data, monkeypatch, aligned=2, steps=aggregate)
+    good = [*range(20), *range(5, 17), 0, 1, 2, 4, *range(30, 38), *range(40, 43)]  # the lines that parse
     assert {json.loads(r)["level"]: json.loads(r)["n"] for r in rows} == dict(collections.Counter(["INFO", "DEBUG", "WARN"][i % 3] for i in good))
     assert {json.loads(r)["__source__"].rsplit("/", 1)[1] for r in rows} == {"a.jsonl#line=1", "a.jsonl#line=11", "a.jsonl#line=12"}  # string order
 
@@ -287,13 +337,14 @@ def test_files_the_json_reader_would_see_otherwise_take_the_exact_path(spark_loc
         monkeypatch.setattr(json_fast, "DRIVER_CHECK_BYTES", 0)
     (tmp_path / "ok.jsonl").write_bytes(b'{"a": 1}\r\n{"a": 2}')
     (tmp_path / "odd.jsonl").write_bytes(body)
-    with gzip.open(tmp_path / "z.jsonl.gz", "wb") as f:
-        f.write(b'{"a": 1}\n')
+    (tmp_path / "z.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n'))
+    (tmp_path / "odd.jsonl.gz").write_bytes(gzip.compress(body))
+    (tmp_path / "z.jsonl.xz").write_bytes(lzma.compress(b'{"a": 1}\n'))  # Spark's reader would read its compressed bytes
     read = SparkRead(source=SourceSpec(uri=str(tmp_path), format="jsonl"), method="JSON lines", remote=False)
-    ok, odd, gz = (str(tmp_path / name) for name in ("ok.jsonl", "odd.jsonl", "z.jsonl.gz"))
+    ok, odd, gz, odd_gz, xz = (str(tmp_path / name) for name in ("ok.jsonl", "odd.jsonl", "z.jsonl.gz", "odd.jsonl.gz", "z.jsonl.xz"))
     assert json_fast.aligned(read, [ok], spark_local) == {ok}
-    assert json_fast.aligned(read, [ok, odd, gz], spark_local) == {ok}
-    assert json_fast.aligned(read, [gz], spark_local) == set()
+    assert json_fast.aligned(read, [ok, odd, gz, odd_gz, xz], spark_local) == {ok, gz}
+    assert json_fast.aligned(read, [xz], spark_local) == set()
 
 
 def test_a_split_file_fails_instead_of_misnumbering(spark_local, tmp_path):
