@@ -1,6 +1,8 @@
 """Local JSON-lines files of a declared schema as one DuckDB relation: ``read_ndjson`` inside the fused query.
 
-The relation has the columns the Arrow read gives (``connectors.formats.typed_jsonl``): ``__source__``
+The files are plain or compressed by a codec DuckDB decompresses by their names (``duckdb_reads``: gzip,
+zstd), each whole (``object_lines`` decompresses it first and refuses a damaged one, which DuckDB
+might read in part). The relation has the columns the Arrow read gives (``connectors.formats.typed_jsonl``): ``__source__``
 and the declared fields in their types, one row per line, file after file, in order. ``__source__``
 is the line's key (``dataflow.line_key``: the file's rank among the sorted paths and its line
 number), which ``JsonlScan.sources`` turns into ``<path>#line=N``: an aggregate keeps the smallest
@@ -29,12 +31,21 @@ from dataflow.columns import SOURCE, is_working
 from dataflow.lineage import LINE
 from dataflow.ops.table.duck import quoted
 
-__all__ = ["JsonlScan", "supported"]
+__all__ = ["JsonlScan", "duckdb_reads", "supported"]
 
 _GLOB = frozenset("*?[]{}")  # DuckDB expands these in a path
+_CODECS = {"gzip": ".gz", "zstd": ".zst"}  # what read_ndjson decompresses, by the name's suffix
 _INTS = {pa.int32(): "INTEGER", pa.int64(): "BIGINT"}
 _FILE_INDEX = "file_index"  # the reader's own column of the row's file, which a field of that name would hide
 _OK, _ROW, _FILE, _LINE = "__df_ok__", "__df_row__", "__df_file__", "__df_line__"
+
+
+def duckdb_reads(path: str) -> bool:
+    """Whether ``read_ndjson`` reads the file's lines as dataflow's readers do: plain, or gzip or zstd by its name (not bz2 or xz)."""
+    from connectors.registry import compression_of
+
+    codec = compression_of(path)
+    return codec is None or (codec in _CODECS and path.endswith(_CODECS[codec]))
 
 
 def supported(schema: pa.Schema) -> bool:

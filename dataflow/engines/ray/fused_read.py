@@ -4,8 +4,8 @@ Where the read is a local ``jsonl`` source with a declared schema and the stage 
 one query with the aggregation's partial states (``fused_stage``), each read task asks DuckDB to
 scan its files inside that query, all in one (``FusedAggregate.run_files``; where that fails, in
 parts, down to single files: ``scanned_parts``): no Arrow table of the lines is built. A file it
-cannot take (compressed, another encoding, a line that does not start with ``{``, a CR, a value of
-another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks and
+cannot take (bz2 or xz, a damaged gzip or zstd file, another encoding, a line that does not start
+with ``{``, a CR, a value of another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks and
 ``FusedStageFn`` on each; its row errors are the same. Both give the same states and counters.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = ["QUERY_BYTES", "ReadFusedStage", "query_groups", "scanned_parts", "sc
 
 T = TypeVar("T")
 QUERY_BYTES = 256 << 20  # the files of one query: bounds the states it holds (percentile_approx's are its values) to a few MB
+_INFLATION = 8  # a compressed file's lines: about this many times its bytes, towards QUERY_BYTES
 
 
 def scans_files(reader: ReadStream) -> bool:
@@ -51,19 +52,21 @@ class ReadFusedStage:
     def __call__(self, batch: Columns) -> Iterator[pa.Table]:
         from connectors.formats.aligned import object_lines
         from connectors.registry import compression_of, count_bytes_read, io_counters, strip_scheme
+        from dataflow.runtime.jsonl_scan import duckdb_reads
 
         side = self.stage.side
         io_before = io_counters()
         uris = [str(u) for u in batch["uri"]]
         paths = [strip_scheme(u) for u in uris]
-        lines, sizes = {}, {}  # path: lines and bytes, of the files DuckDB may scan
+        lines, sizes, weights = {}, {}, {}  # path: lines, bytes and lines' bytes (about, once decompressed), of the files DuckDB may scan
         if self.stage.fused().scans(self.schema):  # else no file is read for it: the query cannot take one
-            for uri, path in zip(uris, paths):
-                n = object_lines(path, cr=False) if compression_of(uri) is None else None
+            for path in paths:
+                n = object_lines(path, cr=False) if duckdb_reads(path) else None  # a compressed file is decompressed whole for it
                 if n:
                     lines[path], sizes[path] = n, os.path.getsize(path)
+                    weights[path] = sizes[path] * (1 if compression_of(path) is None else _INFLATION)
         read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
-        for files, done in (part for group in query_groups(lines, sizes) for part in scanned_parts(group, self._scan)):
+        for files, done in (part for group in query_groups(lines, weights) for part in scanned_parts(group, self._scan)):
             states, stats, part = done
             scanned.update(files)
             read.add(StepStats(rows_in=sum(files.values()), rows_out=sum(files.values())))

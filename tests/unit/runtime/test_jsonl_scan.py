@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from connectors.formats import BadRecord
 from connectors.formats.aligned import object_lines
+from connectors.formats.compressed import decompressed
 from connectors.formats.typed_jsonl import arrow_schema, read_typed_jsonl_blocks
 from dataflow.ops.table.partial_aggregate import two_phase
 from dataflow.ops.table.sql import parse_aggregation
@@ -34,7 +35,7 @@ def _fused() -> FusedAggregate:
 
 
 def _arrow_way(path: str) -> tuple[pa.Table | None, list]:
-    with open(path, "rb") as f:
+    with open(path, "rb") as raw, decompressed(raw, path) as f:
         records = list(read_typed_jsonl_blocks(path, f, {"schema": DECLARED}))
     bad = [r for r in records if isinstance(r, BadRecord)]
     tables = [r for r in records if isinstance(r, pa.Table)]
@@ -221,3 +222,17 @@ def test_a_declared_field_named_like_the_readers_own_column_keeps_the_arrow_way(
     assert not supported(arrow_schema({**DECLARED, "file_index": "bigint"}))
     assert not supported(arrow_schema({**DECLARED, "File_Index": "string"}))
     assert supported(arrow_schema({**DECLARED, "ctx": "struct<file_index: int>"}))
+
+
+@pytest.mark.parametrize("codec", ["gz", "zst"])
+def test_gzip_and_zstd_files_are_scanned_as_their_lines(tmp_path, codec):
+    """DuckDB decompresses them by their names (several members or frames): the states of the same lines read the Arrow way."""
+    import gzip
+
+    import zstandard
+
+    compress = {"gz": gzip.compress, "zst": zstandard.ZstdCompressor().compress}[codec]
+    lines = [json.dumps(r) + "\n" for r in GOOD]
+    path = tmp_path / f"a.jsonl.{codec}"
+    path.write_bytes(compress("".join(lines[:11]).encode()) + compress("".join(lines[11:]).encode()))
+    assert _check(str(path)) == "scanned"
