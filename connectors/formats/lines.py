@@ -17,12 +17,14 @@ import io
 import json
 from typing import Any, BinaryIO, Iterator
 
+import orjson
+
 from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 
-__all__ = ["damaged", "jsonl_row", "line_blocks", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
+__all__ = ["damaged", "jsonl_row", "line_blocks", "loads", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
@@ -205,12 +207,32 @@ def jsonl_row(src: str, raw: bytes, encoding: str = "utf-8") -> dict | BadRecord
     if not text.strip():
         return None
     try:
-        value = json.loads(text)
+        value = loads(text, raw) if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else json.loads(text)
     except json.JSONDecodeError as exc:
         return BadRecord(src, "JSONDecodeError", f"invalid JSON: {exc.msg} at column {exc.colno}")
     if not isinstance(value, dict):
         return BadRecord(src, "TypeError", f"expected a JSON object, got {type(value).__name__}")
     return _row(src, value)
+
+
+_DIGIT = bytes.maketrans(b"0123456789", b"0" * 10)
+_LONG_NUMBER = b"0" * 19  # 19 digits in a row: an integer that may not fit 64 bits (orjson reads it as a float), or a long mantissa
+
+
+def loads(text: str, raw: bytes) -> Any:
+    """``json.loads(text)`` (``raw``: its UTF-8 bytes): the same value and the same error, in under half the time where orjson reads it the same.
+
+    orjson refuses what ``json`` takes beyond the standard (NaN, Infinity, a number out of a
+    double's range, a lone surrogate): those lines, and any with 19 digits in a row (orjson reads
+    an integer past 64 bits as a float), are read by ``json``, as is every line orjson calls bad,
+    so a bad line's message is ``json``'s.
+    """
+    if _LONG_NUMBER not in raw.translate(_DIGIT):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def _row(src: str, values: dict[str, Any]) -> dict[str, Any]:

@@ -84,3 +84,58 @@ def test_text_blocks_equal_the_line_reader_on_drawn_bytes(data, block, skip_empt
     monkeypatch.setattr(L, "_BLOCK", block)
     opts = {"split": "line", "skip_empty": skip_empty}
     assert flat(L.read_text_blocks("f", io.BytesIO(data), opts)) == flat(L.read_text("f", io.BytesIO(data), opts))
+
+
+def _json_way(text: str):
+    import json
+
+    try:
+        return "value", json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return "error", f"{type(exc).__name__}: {exc}"
+
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6), st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1e-400", "-0", "-0.0", "1E2", "0.1",
+                                          "123456789012345678901234", "18446744073709551615", "9223372036854775808", '"\\ud800"', '"\\u00e9"']),
+)
+
+
+def _json_text(value) -> str:
+    import json
+
+    if isinstance(value, str) and value[:1] in ("N", "I", "-", "1", "0", "9", '"') and value not in ("",):
+        return value  # a literal spelled as a reader sees it
+    return json.dumps(value)
+
+
+@st.composite
+def _documents(draw):
+    """JSON-ish lines: objects of drawn scalars, nested objects and lists, repeated keys, spellings only Python's json takes, bad tails."""
+    def doc(depth: int) -> str:
+        kind = draw(st.sampled_from(["scalar", "object", "list"] if depth < 3 else ["scalar"]))
+        if kind == "scalar":
+            return _json_text(draw(_SCALARS))
+        items = [doc(depth + 1) for _ in range(draw(st.integers(0, 3)))]
+        if kind == "list":
+            return "[" + ", ".join(items) + "]"
+        keys = draw(st.lists(st.sampled_from(["a", "b", "é", "a b", ""]), min_size=len(items), max_size=len(items)))
+        return "{" + ", ".join(f'"{k}": {v}' for k, v in zip(keys, items)) + "}"
+
+    return doc(0) + draw(st.sampled_from(["", " ", "\t", " x", ",", "\ufeff"]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_documents())
+def test_json_lines_parse_to_what_pythons_json_gives(text):
+    """orjson reads a line where it reads it as ``json`` does (a value of the same types, keys in the same order); every other line,
+    and every error, is ``json``'s own."""
+    from connectors.formats.lines import loads
+
+    want = _json_way(text)
+    try:
+        got = "value", loads(text, text.encode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError) as exc:
+        got = "error", f"{type(exc).__name__}: {exc}"
+    assert repr(got) == repr(want)
