@@ -26,7 +26,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 if TYPE_CHECKING:
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["FILES_PER_TASK", "FetchFiles", "ReadStream", "cache_dir_of", "listing_items", "record_cache"]
+__all__ = ["FILES_PER_TASK", "FetchFiles", "ReadStream", "cache_dir_of", "listing_items", "record_cache", "rows_block"]
 
 READ_STEP = -1
 FILES_PER_TASK = 16
@@ -103,6 +103,21 @@ class FetchFiles:
         return {"path": np.array([_path_of(u) for u in uris], dtype=object), "bytes": out_bytes}
 
 
+def rows_block(rows: list[dict[str, Any]]) -> pa.Table | Columns:
+    """Read rows (``__source__`` first) as the Arrow block Ray Data makes of their columns (``from_rows``), built by Arrow from the values themselves.
+
+    Ray Data types each column with ``pa.array`` over its values, as this does, without the numpy
+    columns between (a fifth of an untyped JSON-lines read). A column Arrow cannot type (a boolean
+    beside an integer) is left to Ray's conversion of the columns, which keeps such a column as
+    Python objects.
+    """
+    names = list(dict.fromkeys([SOURCE, *(k for r in rows for k in r)]))
+    try:
+        return pa.table([pa.array([r.get(k) for r in rows]) for k in names], names=names)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return from_rows(rows, [SOURCE])
+
+
 def _refused(row: dict[str, Any]) -> str | None:
     """Why a read row is refused (a value in a column spelled like dataflow's working columns), else None; such columns holding null are left out."""
     working = [k for k in row if is_working(k)]
@@ -161,7 +176,7 @@ class ReadStream:
                     if isinstance(rec, pa.Table):  # a block of text lines, already columns
                         span.pause()
                         if rows:
-                            yield from_rows(rows, [SOURCE])
+                            yield rows_block(rows)
                         yield rec
                         span.resume()
                         st.rows_out, rows = st.rows_out + len(rows) + rec.num_rows, []
@@ -174,14 +189,14 @@ class ReadStream:
                     if len(rows) >= per_batch:
                         st.rows_out += len(rows)
                         span.pause()
-                        yield from_rows(rows, [SOURCE])
+                        yield rows_block(rows)
                         span.resume()
                         rows = []
                 count_bytes_read(f.tell())
         span.pause()
         if rows:
             st.rows_out += len(rows)
-            yield from_rows(rows, [SOURCE])
+            yield rows_block(rows)
         st.rows_errored = len(errors)
         st.rows_in = st.rows_out + st.rows_errored
         key = batch_key(uris)
