@@ -101,7 +101,7 @@ class _Members(io.RawIOBase):
             out = []
             while data:
                 if self._member.eof:  # the next member or frame (pzstd, pigz, concatenated parts)
-                    self._member, self._fed = self._new(), False
+                    self._member = self._new()
                 self._fed = True
                 out.append(self._member.decompress(data))
                 data = self._member.unused_data if self._member.eof else b""
