@@ -7,10 +7,12 @@ with the declared schema the hand-written jobs use, ``filter_rows``, struct fiel
 ``regexp_extract`` in ``with_columns``, ``aggregate`` with count, avg and ``percentile_approx``) on Spark and on Ray (DuckDB scanning each read task's files inside the fused query, ``dataflow.engines.ray.fused_read``), a hand-written
 PySpark job and a hand-written DuckDB query. It prints each job's median with min and max, and
 the ratios dataflow-on-Spark / PySpark (target <= 1.05) and dataflow-on-Ray / DuckDB (target <= 1.3).
+``--gzip`` writes the files gzipped (``logs-000.jsonl.gz``), read so by all four jobs.
 """
 from __future__ import annotations
 
 import glob
+import gzip
 import json
 import os
 import pathlib
@@ -46,7 +48,7 @@ DUCKDB_QUERY = r"""
 COPY (
   SELECT service, level, count(*) AS n, avg(latency_ms) AS avg_latency_ms, quantile_disc(latency_ms, 0.95) AS p95_latency_ms,
          count_if(regexp_extract(msg, 'code=(\d+)', 1) LIKE '5%') AS server_errors, count_if(ctx.region = 'eu-west') AS eu
-  FROM read_ndjson('{data}/*.jsonl', columns = {{ts: 'VARCHAR', host: 'VARCHAR', level: 'VARCHAR', service: 'VARCHAR',
+  FROM read_ndjson('{data}/*.jsonl*', columns = {{ts: 'VARCHAR', host: 'VARCHAR', level: 'VARCHAR', service: 'VARCHAR',
        latency_ms: 'DOUBLE', msg: 'VARCHAR', ctx: 'STRUCT(region VARCHAR, pod VARCHAR, attempt INTEGER)'}})
   WHERE level <> 'DEBUG' AND service IS NOT NULL
   GROUP BY service, level
@@ -54,8 +56,8 @@ COPY (
 """
 
 
-def generate(data: pathlib.Path, lines: int, seed: int = 7) -> int:
-    """Write ``lines`` JSON log lines in ``FILES`` files; returns the bytes written."""
+def generate(data: pathlib.Path, lines: int, seed: int = 7, packed: bool = False) -> int:
+    """Write ``lines`` JSON log lines in ``FILES`` files (``packed``: gzipped); returns the bytes of the lines."""
     rng = random.Random(seed)
     data.mkdir(parents=True, exist_ok=True)
     total, per_file = 0, -(-lines // FILES)
@@ -69,7 +71,10 @@ def generate(data: pathlib.Path, lines: int, seed: int = 7) -> int:
                                    "msg": rng.choice(MSGS).format(code=code, svc=svc, lat=lat, port=port),
                                    "ctx": {"region": rng.choice(["eu-west", "us-east", "ap-south"]), "pod": f"{svc}-{rng.randrange(9)}", "attempt": rng.randrange(3)}}))
         body = ("\n".join(out) + "\n").encode()
-        (data / f"logs-{k:03d}.jsonl").write_bytes(body)
+        if packed:
+            (data / f"logs-{k:03d}.jsonl.gz").write_bytes(gzip.compress(body, compresslevel=6))
+        else:
+            (data / f"logs-{k:03d}.jsonl").write_bytes(body)
         total += len(body)
     return total
 
@@ -122,12 +127,12 @@ def _timed(fn, *args) -> tuple[float, dict]:
     return time.monotonic() - start, groups
 
 
-def run(work: pathlib.Path, lines: int, rounds: int, skip_ray: bool = False, skip_spark: bool = False) -> int:
+def run(work: pathlib.Path, lines: int, rounds: int, skip_ray: bool = False, skip_spark: bool = False, packed: bool = False) -> int:
     """Generate, time the four jobs in alternated rounds (after one untimed run each), print the table and ratios."""
-    data = work / "logs"
+    data = work / ("logs-gz" if packed else "logs")
     start = time.monotonic()
-    size = generate(data, lines)
-    print(f"data: {lines:,} JSON log lines ({size / 1e6:.0f} MB in {FILES} files), generated in {time.monotonic() - start:.1f} s under {data}")
+    size = generate(data, lines, packed=packed)
+    print(f"data: {lines:,} JSON log lines ({size / 1e6:.0f} MB in {FILES} {'gzipped ' if packed else ''}files), generated in {time.monotonic() - start:.1f} s under {data}")
     jobs = {"duckdb": lambda out: duckdb_job(data, out)}
     if not skip_ray:
         from dataflow.engines.ray.session import ensure_ray
