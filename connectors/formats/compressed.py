@@ -17,9 +17,10 @@ from typing import BinaryIO, Iterator
 
 from dataflow.lineage import strip_fragments
 
-__all__ = ["CODECS", "DamagedFile", "codec_of", "decompressed", "inner_name"]
+__all__ = ["CODECS", "INFLATION", "DamagedFile", "codec_of", "decompressed", "inner_name", "read_by_name"]
 
 CODECS = ("bz2", "gzip", "xz", "zstd")
+INFLATION = 8  # bytes of lines per compressed byte, about (text under gzip -6): what a compressed file weighs in a size budget
 _BUFFER = 1 << 16
 
 
@@ -33,6 +34,12 @@ def codec_of(path: str) -> str | None:
 
     codec = infer_compression(strip_fragments(path))
     return codec if codec in CODECS else None
+
+
+def read_by_name(path: str, suffixes: dict[str, str]) -> bool:
+    """Whether a reader that decompresses the codecs of ``suffixes`` (codec: the name's suffix it knows) reads ``path`` as dataflow does: plain, or so named."""
+    codec = codec_of(path)
+    return codec is None or (codec in suffixes and path.endswith(suffixes[codec]))
 
 
 def inner_name(path: str) -> str:

@@ -42,10 +42,9 @@ _OK, _ROW, _FILE, _LINE = "__df_ok__", "__df_row__", "__df_file__", "__df_line__
 
 def duckdb_reads(path: str) -> bool:
     """Whether ``read_ndjson`` reads the file's lines as dataflow's readers do: plain, or gzip or zstd by its name (not bz2 or xz)."""
-    from connectors.registry import compression_of
+    from connectors.formats.compressed import read_by_name
 
-    codec = compression_of(path)
-    return codec is None or (codec in _CODECS and path.endswith(_CODECS[codec]))
+    return read_by_name(path, _CODECS)
 
 
 def supported(schema: pa.Schema) -> bool:

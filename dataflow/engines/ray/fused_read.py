@@ -26,7 +26,6 @@ __all__ = ["QUERY_BYTES", "ReadFusedStage", "query_groups", "scanned_parts", "sc
 
 T = TypeVar("T")
 QUERY_BYTES = 256 << 20  # the files of one query: bounds the states it holds (percentile_approx's are its values) to a few MB
-_INFLATION = 8  # a compressed file's lines: about this many times its bytes, towards QUERY_BYTES
 
 
 def scans_files(reader: ReadStream) -> bool:
@@ -51,7 +50,8 @@ class ReadFusedStage:
 
     def __call__(self, batch: Columns) -> Iterator[pa.Table]:
         from connectors.formats.aligned import object_lines
-        from connectors.registry import compression_of, count_bytes_read, io_counters, strip_scheme
+        from connectors.formats.compressed import INFLATION, codec_of
+        from connectors.registry import count_bytes_read, io_counters, strip_scheme
         from dataflow.runtime.jsonl_scan import duckdb_reads
 
         side = self.stage.side
@@ -64,7 +64,7 @@ class ReadFusedStage:
                 n = object_lines(path, cr=False) if duckdb_reads(path) else None  # a compressed file is decompressed whole for it
                 if n:
                     lines[path], sizes[path] = n, os.path.getsize(path)
-                    weights[path] = sizes[path] * (1 if compression_of(path) is None else _INFLATION)
+                    weights[path] = sizes[path] * (1 if codec_of(path) is None else INFLATION)  # towards QUERY_BYTES
         read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
         for files, done in (part for group in query_groups(lines, weights) for part in scanned_parts(group, self._scan)):
             states, stats, part = done

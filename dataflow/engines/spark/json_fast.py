@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from connectors.formats.aligned import object_lines
+from connectors.formats.compressed import INFLATION, codec_of, read_by_name
 from connectors.registry import strip_scheme
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
@@ -47,17 +48,14 @@ _ROW_BITS = (1 << 33) - 1  # monotonically_increasing_id's row-in-partition bits
 _WHOLE = str(1 << 50)  # bytes: above any file, so a file is one split and no two files share a task
 DRIVER_CHECK_FILES = 10_000  # an input the driver checks itself: at most this many files
 DRIVER_CHECK_BYTES = 1 << 30  # and this many bytes (about 0.3 s of reading); a bigger one is checked by the executors
-_COMPRESSED_COST = 64  # a compressed byte costs the check ~64 plain ones: ~8 bytes of lines, decompressed at ~1/8 the speed of the plain pass
+_COMPRESSED_COST = INFLATION * 8  # a compressed byte costs the check ~64 plain ones: its bytes of lines, decompressed at ~1/8 the speed of the plain pass
 _SPARK_CODECS = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst"}  # Hadoop's codecs, by the name's suffix
 _TASK_CONFS = {"spark.sql.files.maxPartitionBytes": _WHOLE, "spark.sql.files.openCostInBytes": _WHOLE, "spark.sql.files.maxPartitionNum": str(2**31 - 1)}
 
 
 def spark_reads(file: str) -> bool:
     """Whether Spark's JSON reader reads ``file``'s lines as dataflow's readers do: plain, or compressed by a codec Hadoop decompresses by the same name."""
-    from connectors.registry import compression_of
-
-    codec = compression_of(file)
-    return codec is None or (codec in _SPARK_CODECS and file.endswith(_SPARK_CODECS[codec]))
+    return read_by_name(file, _SPARK_CODECS)
 
 
 def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
@@ -89,13 +87,11 @@ def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
 
 def _small(paths: list[str]) -> bool:
     """Whether ``paths`` are few and small enough for the driver to read (a stat each, up to the first past the limit)."""
-    from connectors.registry import compression_of
-
     if len(paths) > DRIVER_CHECK_FILES:
         return False
     total = 0
     for p in paths:
-        total += os.path.getsize(p) * (1 if compression_of(p) is None else _COMPRESSED_COST)
+        total += os.path.getsize(p) * (1 if codec_of(p) is None else _COMPRESSED_COST)
         if total > DRIVER_CHECK_BYTES:
             return False
     return True
