@@ -15,14 +15,16 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
+from connectors.formats.lines import MAX_LINE
+
 __all__ = ["object_lines"]
 
 _CHUNK = 1 << 18  # bytes per vectorised pass: a core's cache holds them
 _LF, _CR, _BRACE, _ASCII_END = 0x0A, 0x0D, 0x7B, 0x80
 
 
-def object_lines(path: str, cr: bool = True) -> int | None:
-    """The file's line count when every line starts with ``{`` and the file is UTF-8, else None: one read, one pass per chunk.
+def object_lines(path: str, cr: bool = True, max_line: int = MAX_LINE) -> int | None:
+    """The file's line count when every line starts with ``{``, none is longer than ``max_line`` bytes and the file is UTF-8, else None: one read, one pass per chunk.
 
     ``cr``: whether a lone CR may appear (a reader that splits lines at LF only); a reader that
     also splits at a lone CR (Python's ``splitlines``) passes False, and a file holding a CR that
@@ -34,7 +36,7 @@ def object_lines(path: str, cr: bool = True) -> int | None:
 
     try:
         with _content(path) as f:
-            return _checked_lines(f, cr)
+            return _checked_lines(f, cr, max_line)
     except DamagedFile:
         return None
 
@@ -52,11 +54,12 @@ def _content(path: str) -> Iterator[BinaryIO]:
                 yield f
 
 
-def _checked_lines(f: BinaryIO, cr: bool) -> int | None:
+def _checked_lines(f: BinaryIO, cr: bool, max_line: int) -> int | None:
     buf = bytearray(_CHUNK + 1)  # the previous chunk's last byte, then the chunk
     buf[0] = _BRACE  # before the first chunk: no line break
     utf8 = codecs.getincrementaldecoder("utf-8")()
     lines, size = 0, 0
+    tail = 0  # bytes after the last LF, at least: a line is measured only where it may be longer than max_line
     n = f.readinto(memoryview(buf)[1:])
     if n and buf[1] != _BRACE:
         return None
@@ -71,10 +74,24 @@ def _checked_lines(f: BinaryIO, cr: bool) -> int | None:
                 utf8.decode(bytes(buf[1 : n + 1]))
             except UnicodeDecodeError:
                 return None
-        lines += int(np.count_nonzero(breaks))
+        found = int(np.count_nonzero(breaks))
+        if not found:
+            tail += n
+            if tail > max_line:
+                return None
+        elif tail + n > max_line:  # a line ending in this chunk may be too long (always, where max_line is below a chunk)
+            ends = np.flatnonzero(breaks)
+            if tail + int(ends[0]) > max_line or (len(ends) > 1 and int(np.diff(ends).max()) - 1 > max_line):
+                return None
+            tail = n - 1 - int(ends[-1])
+        else:
+            tail = n
+        lines += found
         size += n
         buf[0] = buf[n]
         n = f.readinto(memoryview(buf)[1:])
+    if size and tail + (buf[0] != _LF) > max_line:  # the last line (its last byte was not in a pass)
+        return None
     if not cr and size and buf[0] == _CR:  # the file's last byte
         return None
     try:

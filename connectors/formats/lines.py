@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Generator, Iterator, NamedTuple
 
 import orjson
 
@@ -24,11 +24,12 @@ from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 
-__all__ = ["damaged", "jsonl_row", "line_blocks", "loads", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
+__all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads", "max_line_bytes", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
 _PIECE = 1 << 16  # bytes a block is read in: a damaged stream loses the piece that meets the damage
+MAX_LINE = 16 << 20  # the longest line read as a row by default: DuckDB's largest JSON object; Spark's JSON parser refuses a string of 20M characters
 
 
 def damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
@@ -37,18 +38,52 @@ def damaged(source: str, exc: DamagedFile, lines: int) -> BadRecord:
     return BadRecord(source, cause, f"{exc} (after line {lines}; the lines before it were read)")
 
 
-def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile]:
+def max_line_bytes(options: dict[str, Any]) -> int:
+    """The source's ``max_line_bytes`` option (bytes, or a size such as ``64MiB``): the longest line read as a row; ``MAX_LINE`` by default.
+
+    Raises:
+        ValueError: not a size of at least one byte (``SourceSpec`` checks it when the pipeline is parsed).
+    """
+    from connectors.sizes import parse_size
+
+    value = options.get("max_line_bytes", MAX_LINE)
+    try:
+        limit = parse_size(value)
+    except ValueError as exc:
+        raise ValueError(f"max_line_bytes: {exc}") from None
+    if limit < 1:
+        raise ValueError(f"max_line_bytes: expected a size of at least 1 byte, got {value!r}")
+    return limit
+
+
+class LongLine(NamedTuple):
+    """A line of ``size`` bytes, longer than the reader's ``max_line_bytes``: skipped, never held whole."""
+
+    size: int
+
+    def record(self, src: str, limit: int) -> BadRecord:
+        return BadRecord(src, "LineTooLong", f"line of {self.size} bytes is longer than max_line_bytes ({limit})")
+
+
+def line_blocks(f: BinaryIO, size: int = _BLOCK, max_line: int = MAX_LINE) -> Iterator[bytes | DamagedFile | LongLine]:
     """``f``'s bytes in blocks of whole lines, at least ``size`` new bytes each (the last one ends with the last line, with or without its break).
 
     The stream is read ``_PIECE`` bytes at a time (``read1``) whatever ``size``, so a damaged one
     (``DamagedFile``) keeps every line before the piece that meets the damage, the same lines for
     every reader: the block of those lines comes first, then the error; the partial line at the
-    damage is part of it.
+    damage is part of it. A line of more than ``max_line`` bytes (its break not counted; lines
+    end at LF, CR or CRLF, as ``splitlines`` cuts them) comes as a ``LongLine`` in its place: read
+    past, never held whole (a reader holds at most ``max_line + size`` bytes of it).
     """
     read = f.read1 if hasattr(f, "read1") else f.read
     pending: list[bytes] = []  # read, not yet in a block: no LF in any but the pieces of this round
+    held = 0  # bytes in pending
+    fresh = b""  # read past a long line: its rest, not yet looked at
     while True:
-        start, got, damage, end = len(pending), 0, None, False
+        start, got, damage, end = len(pending), len(fresh), None, False
+        if fresh:
+            pending.append(fresh)
+            fresh = b""
         while got < size:
             try:
                 part = read(_PIECE)
@@ -60,29 +95,107 @@ def line_blocks(f: BinaryIO, size: int = _BLOCK) -> Iterator[bytes | DamagedFile
                 break
             pending.append(part)
             got += len(part)
+        held += got
         if end:
             if any(pending):
-                yield b"".join(pending)
+                yield from _long_cut(b"".join(pending), max_line)
             return
         # Whole lines only: up to the last LF, looked for in this round's pieces alone (a long line is not searched again)
         for i in range(len(pending) - 1, start - 1, -1):
             cut = pending[i].rfind(b"\n") + 1
             if cut:
-                yield b"".join([*pending[:i], pending[i][:cut]])
+                yield from _long_cut(b"".join([*pending[:i], pending[i][:cut]]), max_line)
                 pending = [pending[i][cut:], *pending[i + 1 :]]
+                held = sum(map(len, pending))
                 break
         if damage is not None:
             yield damage
             return
+        if held > max_line:  # no LF in pending: the lines its CRs end, then its last line, too long already
+            data = b"".join(pending)
+            cut = data.rfind(b"\r", 0, len(data) - 1) + 1  # a CR with a byte after it (not an LF): a line break
+            if cut:
+                yield from _long_cut(data[:cut], max_line)
+                data = data[cut:]
+            if len(data) - data.endswith(b"\r") > max_line:
+                fresh = yield from _past_line(read, len(data), data.endswith(b"\r"))
+                if fresh is None:
+                    return
+                data = b""
+            pending, held = [data] if data else [], len(data)
 
 
-def _lines(source: str, f: BinaryIO) -> Iterator[tuple[str, bytes] | BadRecord]:
-    """Each line of ``f`` with its lineage, read in small blocks (``line_blocks``: a damaged stream keeps what the block readers keep)."""
+def _long_cut(block: bytes, max_line: int) -> Iterator[bytes | LongLine]:
+    """``block`` (whole lines), with each line of more than ``max_line`` bytes as a ``LongLine`` between the blocks of the others."""
+    import numpy as np
+
+    if len(block) <= max_line:
+        yield block
+        return
+    if b"\r" in block:
+        lines = block.splitlines(keepends=True)
+        nexts = np.cumsum([len(line) for line in lines])  # where the line after each begins
+        lengths = np.array([len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith((b"\n", b"\r")) else 0) for line in lines])
+    else:
+        nexts = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10) + 1
+        if not len(nexts) or nexts[-1] != len(block):
+            nexts = np.r_[nexts, len(block) + 1]  # a last line without its LF
+        lengths = np.diff(np.r_[0, nexts]) - 1
+    starts = np.r_[0, nexts[:-1]]
+    begin = 0
+    for k in np.flatnonzero(lengths > max_line):
+        if starts[k] > begin:
+            yield block[begin : int(starts[k])]
+        yield LongLine(int(lengths[k]))
+        begin = int(nexts[k])
+    if begin < len(block):
+        yield block[begin:]
+
+
+def _past_line(read, size: int, cr: bool) -> Generator[DamagedFile | LongLine, None, bytes | None]:
+    """Read past the rest of a line of which ``size`` bytes were read (no break in them but a CR as the last one when ``cr``),
+    and yield it as a ``LongLine``; return what follows its break (None: the stream ended, or was damaged, within it:
+    the line is then part of the damage)."""
+    while True:
+        if cr:
+            end, part, size, cr = 0, b"\r", size - 1, False  # the CR read last is the line's break
+        else:
+            try:
+                part = read(_PIECE)
+            except DamagedFile as exc:
+                yield exc
+                return None
+            if not part:
+                yield LongLine(size)
+                return None
+            ends = [i for i in (part.find(b"\n"), part.find(b"\r")) if i >= 0]
+            if not ends:
+                size += len(part)
+                continue
+            end = min(ends)
+        rest = part[end + 1 :]
+        if part[end] == 0x0D and not rest:  # a CR ending what was read: the LF of a CRLF may come next
+            try:
+                rest = read(_PIECE)
+            except DamagedFile as exc:
+                yield LongLine(size + end)
+                yield exc
+                return None
+        yield LongLine(size + end)
+        return rest[1:] if part[end] == 0x0D and rest[:1] == b"\n" else rest
+
+
+def _lines(source: str, f: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[str, bytes] | BadRecord]:
+    """Each line of ``f`` with its lineage, read in small blocks (``line_blocks``: a damaged stream keeps what the block readers keep, a long line is a row error)."""
     number = 0
-    for block in line_blocks(f, _PIECE):
+    for block in line_blocks(f, _PIECE, max_line):
         if isinstance(block, DamagedFile):
             yield damaged(source, block, number)
             return
+        if isinstance(block, LongLine):
+            number += 1
+            yield block.record(f"{source}{LINE}{number}", max_line)
+            continue
         chunks = block.split(b"\n")
         for chunk in chunks[:-1] if block.endswith(b"\n") else chunks:  # split at LF; CR and CRLF inside are split below, as splitlines does
             for raw in chunk.splitlines() or [b""]:
@@ -110,7 +223,7 @@ def read_text(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dic
         yield text if isinstance(text, BadRecord) else {SOURCE: source, "text": text}
         return
     skip_empty = options.get("skip_empty", True)
-    for line in _lines(source, f):
+    for line in _lines(source, f, max_line_bytes(options)):
         if isinstance(line, BadRecord):
             yield line
             continue
@@ -132,11 +245,15 @@ def read_text_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    skip_empty, number = options.get("skip_empty", True), 0
-    for data in line_blocks(f, _BLOCK):
+    skip_empty, number, max_line = options.get("skip_empty", True), 0, max_line_bytes(options)
+    for data in line_blocks(f, _BLOCK, max_line):
         if isinstance(data, DamagedFile):
             yield damaged(source, data, number)
             return
+        if isinstance(data, LongLine):
+            number += 1
+            yield data.record(f"{source}{LINE}{number}", max_line)
+            continue
         if number == 0 and data.startswith(_BOM):
             data = data[3:]
         binary = _lf_lines(data)
@@ -190,7 +307,7 @@ def _cut_lf(lines, pc):
 def read_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
     """One row per JSON object line; blank lines are skipped; other lines are row errors."""
     encoding = options.get("encoding", "utf-8")
-    for line in _lines(source, f):
+    for line in _lines(source, f, max_line_bytes(options)):
         if isinstance(line, BadRecord):
             yield line
             continue

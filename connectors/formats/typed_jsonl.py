@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
-from connectors.formats.lines import damaged, jsonl_row, line_blocks, read_jsonl
+from connectors.formats.lines import LongLine, damaged, jsonl_row, line_blocks, max_line_bytes, read_jsonl
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 
@@ -190,12 +190,15 @@ def read_typed_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Itera
 
 def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[pa.Table | BadRecord]:
     """The declared columns of every line of UTF-8 JSONL (decompressed or plain), 8 MiB blocks parsed by Arrow where they are clean."""
-    schema = arrow_schema(options["schema"])
-    number = 0
-    for data in line_blocks(f, _BLOCK):
+    schema, number, max_line = arrow_schema(options["schema"]), 0, max_line_bytes(options)
+    for data in line_blocks(f, _BLOCK, max_line):
         if isinstance(data, DamagedFile):
             yield damaged(source, data, number)
             return
+        if isinstance(data, LongLine):
+            number += 1
+            yield data.record(f"{source}{LINE}{number}", max_line)
+            continue
         if number == 0 and data.startswith(_BOM):
             data = data[3:]
         if data:

@@ -50,6 +50,14 @@ class SourceSpec(_Model):
     )
     options: dict[str, Any] = Field(default_factory=dict, description="Reader options (see the README).")
 
+    @field_validator("options")
+    @classmethod
+    def _line_limit(cls, options: dict[str, Any]) -> dict[str, Any]:
+        from connectors.formats.lines import max_line_bytes
+
+        max_line_bytes(options)  # a size of at least one byte, where given: checked before any file is read
+        return options
+
     @property
     def in_memory(self) -> str | None:
         """The name of an in-memory source (``dataflow.from_pandas`` and friends stage it as Parquet), else None."""

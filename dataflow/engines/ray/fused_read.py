@@ -51,6 +51,7 @@ class ReadFusedStage:
     def __call__(self, batch: Columns) -> Iterator[pa.Table]:
         from connectors.formats.aligned import object_lines
         from connectors.formats.compressed import INFLATION, codec_of
+        from connectors.formats.lines import max_line_bytes
         from connectors.registry import count_bytes_read, io_counters, strip_scheme
         from dataflow.runtime.jsonl_scan import duckdb_reads
 
@@ -60,8 +61,9 @@ class ReadFusedStage:
         paths = [strip_scheme(u) for u in uris]
         lines, sizes, weights = {}, {}, {}  # path: lines, bytes and lines' bytes (about, once decompressed), of the files DuckDB may scan
         if self.stage.fused().scans(self.schema):  # else no file is read for it: the query cannot take one
+            max_line = max_line_bytes(self.read.options)  # a longer line is a row error of the Arrow way
             for path in paths:
-                n = object_lines(path, cr=False) if duckdb_reads(path) else None  # a compressed file is decompressed whole for it
+                n = object_lines(path, cr=False, max_line=max_line) if duckdb_reads(path) else None  # a compressed file is decompressed whole for it
                 if n:
                     lines[path], sizes[path] = n, os.path.getsize(path)
                     weights[path] = sizes[path] * (1 if codec_of(path) is None else INFLATION)  # towards QUERY_BYTES

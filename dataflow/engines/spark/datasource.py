@@ -29,6 +29,7 @@ __all__ = ["DataflowSource", "LINES_SCHEMA", "WHOLE_SCHEMA"]
 LINES_SCHEMA = "file int, line long, text string"
 WHOLE_SCHEMA = "file int, text string"
 _BATCH_ROWS = 65536
+_BATCH_BYTES = 64 << 20  # text in one batch: far below Arrow's 2 GiB of a string column, whatever the lines' length
 
 
 class DataflowSource(DataSource):
@@ -99,28 +100,31 @@ class _Reader(DataSourceReader):
         stats = {index: StepStats(rows_in=len(errors) if index == -1 else 0, rows_errored=len(errors))}
         SideOutputs(**self.job["side"]).write("spark-read", batch_key([uri]), errors, stats)
 
-    def _batches(self, uri: str, records, columns) -> Iterator[pa.RecordBatch]:
-        """Stream a reader's rows as record batches of ``columns(chunk)``; its bad records go to the error sink at the end."""
+    def _batches(self, uri: str, records, columns, size=lambda rec: 0) -> Iterator[pa.RecordBatch]:
+        """Stream a reader's rows as record batches of ``columns(chunk)``, at most ``_BATCH_ROWS`` rows and about ``_BATCH_BYTES`` (``size(row)``) each; its bad records go to the error sink at the end."""
         from connectors.formats import BadRecord
 
-        rows, bad = [], []
+        rows, bad, held = [], [], 0
         for rec in records:
             if isinstance(rec, BadRecord):
                 bad.append(rec)
                 continue
             rows.append(rec)
-            if len(rows) >= _BATCH_ROWS:
+            held += size(rec)
+            if len(rows) >= _BATCH_ROWS or held >= _BATCH_BYTES:
                 yield columns(rows)
-                rows = []
+                rows, held = [], 0
         if rows:
             yield columns(rows)
         self._errors(uri, bad)
 
     def _text(self, uri: str, index: int, f, split: str) -> Iterator[pa.RecordBatch]:
         """Lines (or the whole file) decoded in the source's ``encoding`` by the Ray engine's reader; undecodable ones are row errors."""
+        from connectors.formats.lines import MAX_LINE
         from connectors.registry import line_reader
 
-        options = {"encoding": self.job["options"].get("encoding", "utf-8"), "split": split, "skip_empty": False}
+        source = self.job["options"]
+        options = {"encoding": source.get("encoding", "utf-8"), "split": split, "skip_empty": False, "max_line_bytes": source.get("max_line_bytes", MAX_LINE)}
 
         def columns(chunk: list[dict]) -> pa.RecordBatch:
             out = [pa.array([index] * len(chunk), pa.int32())]
@@ -129,7 +133,7 @@ class _Reader(DataSourceReader):
             out.append(pa.array([r["text"] for r in chunk], pa.string()))
             return pa.record_batch(out, names=["file", "line", "text"] if split == "line" else ["file", "text"])
 
-        yield from self._batches(uri, line_reader("text")(uri, f, options), columns)
+        yield from self._batches(uri, line_reader("text")(uri, f, options), columns, lambda rec: len(rec["text"]))
 
     def _csv(self, uri: str, f) -> Iterator[pa.RecordBatch]:
         from connectors.registry import line_reader

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import functools
 import os
 from typing import TYPE_CHECKING, Callable
 
@@ -29,6 +30,7 @@ from pyspark.sql import functions as F
 
 from connectors.formats.aligned import object_lines
 from connectors.formats.compressed import INFLATION, codec_of, read_by_name
+from connectors.formats.lines import max_line_bytes
 from connectors.registry import strip_scheme
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_literal, sql_name
@@ -66,7 +68,7 @@ def may_be_eligible(read: SparkRead, files: list[str]) -> bool:
 
 
 def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
-    """The files of ``files`` (local UTF-8 JSON lines of ``read``) that Spark's reader reads (``spark_reads``) and whose every line starts with ``{``.
+    """The files of ``files`` (local UTF-8 JSON lines of ``read``) that Spark's reader reads (``spark_reads``), whose every line starts with ``{`` and none is longer than the source's ``max_line_bytes`` (a longer one is a row error of the exact path).
 
     The driver reads an input of at most ``DRIVER_CHECK_FILES`` files and ``DRIVER_CHECK_BYTES``
     bytes itself (while Spark analyses the frames; a compressed byte counts as
@@ -77,11 +79,12 @@ def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
         return frozenset()
     readable = [f for f in files if spark_reads(f)]
     paths = [strip_scheme(f) for f in readable]
+    check = functools.partial(object_lines, max_line=max_line_bytes(read.source.options))
     if _small(paths):
-        lines = [object_lines(p) for p in paths]
+        lines = [check(p) for p in paths]
     else:
         slices = min(len(paths), 4 * spark.sparkContext.defaultParallelism)
-        lines = spark.sparkContext.parallelize(paths, slices).map(object_lines).collect()
+        lines = spark.sparkContext.parallelize(paths, slices).map(check).collect()
     return frozenset(f for f, n in zip(readable, lines) if n is not None)
 
 

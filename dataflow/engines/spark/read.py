@@ -1,8 +1,8 @@
 """Turn a source into a DataFrame with a ``__source__`` column that matches the Ray engine's lineage.
 
-Local files are read natively (UTF-8 text as bytes, split into numbered lines at LF or CRLF, a line
-that is not UTF-8 a row error; Parquet with its row index); remote files, text in other
-``encoding``s, compressed line files (``.gz``, ``.bz2``, ``.xz``, ``.zst``: Hadoop's codecs do not
+Local files are read natively (UTF-8 text of up to ``NATIVE_LINES_BYTES`` as bytes, split into numbered
+lines at LF or CRLF, a line that is not UTF-8 a row error; Parquet with its row index); remote files,
+larger line files, text in other ``encoding``s, compressed line files (``.gz``, ``.bz2``, ``.xz``, ``.zst``: Hadoop's codecs do not
 cover them all, and a damaged one must keep its first lines) and CSV (for the Ray reader's
 semantics) go through ``DataflowSource``, which streams them. A file is read by one task, as on Ray.
 A ``__source__`` column or field in the data is replaced by the read's own lineage; a row holding a
@@ -49,6 +49,7 @@ UNDECODABLE = "__df_undecodable__"
 JSON_LINE = "__df_json_line__"
 _UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
+NATIVE_LINES_BYTES = 16 << 20  # the largest line file Spark reads whole (as bytes, split into lines); a bigger one is streamed
 
 
 def _register(spark) -> None:
@@ -106,6 +107,25 @@ def _compressed(files: list[str]) -> tuple[list[str], list[str]]:
     return [f for f in files if compression_of(f) is None], [f for f in files if compression_of(f) is not None]
 
 
+def _line_split(spark, read: SparkRead, files: list[str], storage: dict) -> tuple[list[str], list[str]]:
+    """Split ``files`` into (read as bytes by Spark, streamed by the Python data source).
+
+    Spark reads a file's bytes whole, as one value (copied a few times while split into lines):
+    only plain UTF-8 files of at most ``NATIVE_LINES_BYTES``, and of at most the source's
+    ``max_line_bytes`` (no line of them can be longer), are; the others are streamed line by line.
+    """
+    from connectors.formats.lines import max_line_bytes
+    from connectors.registry import filesystem, strip_scheme
+
+    if not (_native(spark, read) and _utf8(read)):
+        return [], files
+    plain, packed = _compressed(files)
+    limit = min(NATIVE_LINES_BYTES, max_line_bytes(read.source.options))
+    fs = filesystem(plain[0], storage) if plain else None
+    small = [f for f in plain if fs.size(strip_scheme(f)) <= limit]
+    return small, [f for f in files if f not in set(small)]
+
+
 def _union(frames: list[DataFrame]) -> DataFrame:
     out = frames[0]
     for df in frames[1:]:
@@ -116,14 +136,15 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, only_invalid: bool = False) -> DataFrame:
     """(__source__, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
-    Natively (local or s3a, UTF-8, not compressed) a file is read as bytes; in a file that is not
-    valid UTF-8 each line is checked on its own bytes, so one bad byte flags one line. Other
-    encodings and compressed files go through the Python data source, which decodes each line and
-    sends the undecodable ones to the error sink itself, as the Ray reader does. ``only_invalid``
+    Natively (local or s3a, UTF-8, not compressed, small: ``_line_split``) a file is read as bytes;
+    in a file that is not valid UTF-8 each line is checked on its own bytes, so one bad byte flags
+    one line. Other encodings, compressed and large files go through the Python data source, which
+    streams and decodes each line and sends the undecodable and too long ones to the error sink
+    itself, as the Ray reader does. ``only_invalid``
     keeps the files that are not valid UTF-8 (where every undecodable line is), dropping the
     others before they are split.
     """
-    plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
+    plain, packed = _line_split(spark, read, files, storage)
     frames = []
     if plain:
         raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])

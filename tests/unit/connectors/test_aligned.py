@@ -88,3 +88,21 @@ def test_a_damaged_gzip_file_or_one_with_data_after_its_last_member_fails_the_ch
     assert aligned.object_lines(str(path)) is None
     path.write_bytes(whole + gzip.compress(body))  # two whole members: one file
     assert aligned.object_lines(str(path)) == 4000
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=8), st.booleans(), st.sampled_from([1, 3, 7, 64]), st.sampled_from([1, 5, 20, 39, 1000]))
+def test_a_file_with_a_line_longer_than_the_limit_is_refused(tmp_path_factory, lengths, trailing, chunk, max_line):
+    body = b"\n".join(b"{" + b"x" * n for n in lengths) + (b"\n" if trailing else b"")
+    path = tmp_path_factory.mktemp("aligned") / "f.jsonl"
+    path.write_bytes(body)
+    old, aligned._CHUNK = aligned._CHUNK, chunk
+    try:
+        got = aligned.object_lines(str(path), max_line=max_line)
+    finally:
+        aligned._CHUNK = old
+    longest = max(n + 1 for n in lengths)
+    if longest > max_line:
+        assert got is None  # the fast paths never take a line the readers make a row error
+    elif longest + 2 * chunk <= max_line:  # the check may refuse a line within two chunks of the limit: the exact path reads it alike
+        assert got == len(lengths)

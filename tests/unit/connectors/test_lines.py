@@ -139,3 +139,56 @@ def test_json_lines_parse_to_what_pythons_json_gives(text):
     except (ValueError, RecursionError) as exc:
         got = "error", f"{type(exc).__name__}: {exc}"
     assert repr(got) == repr(want)
+
+
+def _long_aware(data: bytes, max_line: int) -> list[tuple[str, object]]:
+    """By the definition: ``splitlines``' lines, each longer than ``max_line`` bytes (its break not counted) as ("long", its length)."""
+    out = []
+    for line in data.splitlines(keepends=True):
+        n = len(line) - (2 if line.endswith(b"\r\n") else 1 if line.endswith((b"\n", b"\r")) else 0)
+        out.append(("long", n) if n > max_line else ("line", line[:n]))
+    return out
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([b"\n", b"\r", b"\r\n", b"\n\n", b"\r\r", b""])), max_size=12),
+       max_line=st.sampled_from([1, 3, 8, 15, 100]), size=st.sampled_from([1, 4, 10, 64]), piece=st.sampled_from([1, 2, 3, 7, 16]))
+def test_a_line_longer_than_the_limit_comes_in_its_place_and_is_never_held_whole(parts, max_line, size, piece, monkeypatch):
+    from connectors.formats import lines as L
+
+    monkeypatch.setattr(L, "_PIECE", piece)
+    data = b"".join(b"x" * n + brk for n, brk in parts)
+    got = []
+    for block in L.line_blocks(io.BytesIO(data), size, max_line):
+        if isinstance(block, L.LongLine):
+            got.append(("long", block.size))
+        else:
+            assert len(block) <= max_line + size + piece + 2  # a long line is read past, not gathered
+            got += [("line", line) for line in block.splitlines()]
+    assert got == _long_aware(data, max_line)
+
+
+@pytest.mark.parametrize("reader", ["jsonl", "text", "text_blocks", "typed_jsonl_blocks"])
+def test_each_line_reader_makes_a_long_line_one_row_error_and_numbers_the_rest_alike(reader):
+    from connectors.formats import lines as L
+    from connectors.formats.typed_jsonl import read_typed_jsonl_blocks
+
+    data = b'{"a": 1}\n{"a": "' + b"y" * 300 + b'"}\r\n{"a": 3}\r{"a": 4}'
+    opts = {"max_line_bytes": "256", "split": "line", "schema": {"a": "string"}}
+    read = {"jsonl": L.read_jsonl, "text": L.read_text, "text_blocks": L.read_text_blocks, "typed_jsonl_blocks": read_typed_jsonl_blocks}[reader]
+    rows, errors = [], []
+    for item in read("f", io.BytesIO(data), opts):
+        if isinstance(item, BadRecord):
+            errors.append(item)
+        else:
+            rows += item.to_pylist() if hasattr(item, "to_pylist") else [item]
+    assert [r["__source__"] for r in rows] == ["f#line=1", "f#line=3", "f#line=4"]
+    assert errors == [BadRecord("f#line=2", "LineTooLong", "line of 309 bytes is longer than max_line_bytes (256)")]
+
+
+@pytest.mark.parametrize("value", [0, -1, "lots", True])
+def test_a_bad_line_limit_is_refused_by_name(value):
+    from connectors.formats.lines import max_line_bytes
+
+    with pytest.raises(ValueError, match="max_line_bytes"):
+        max_line_bytes({"max_line_bytes": value})
