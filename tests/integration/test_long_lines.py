@@ -4,7 +4,7 @@ The inputs mix a file every fast path would take but for its long line (all line
 ``{``), a file with a blank line (the exact paths), a gzipped one and a small clean one. Both
 engines give the same rows, the same ``LineTooLong`` records at the same ``#line=N`` and counts
 where in = out + errored; the lines after a long one keep their numbers. On Spark the plain files
-above ``NATIVE_LINES_BYTES`` are streamed by the Python data source instead of read whole (a file
+above ``NATIVE_TEXT_BYTES`` are streamed by the Python data source instead of read whole (a file
 of hundreds of MB read whole ran the JVM out of memory; one over 2 GiB failed the run), which the
 test forces with a small limit and checks against the same expected rows.
 """
@@ -31,7 +31,7 @@ def engine(request, monkeypatch) -> str:
     if request.param == "spark":
         from dataflow.engines.spark import read
 
-        monkeypatch.setattr(read, "NATIVE_LINES_BYTES", 300)  # small.jsonl is read whole, the others streamed
+        monkeypatch.setattr(read, "NATIVE_TEXT_BYTES", 300)  # small.jsonl is read whole, the others streamed
     return request.param
 
 
@@ -87,3 +87,29 @@ def test_an_aggregate_over_the_fast_paths_counts_the_long_lines_as_errors(engine
         (k, sum(d["k"] == k for d in good), max(d["n"] for d in good if d["k"] == k)) for k in {d["k"] for d in good})
     assert sorted(e["source"] for e in errors) == long_sources and {e["error_type"] for e in errors} == {"LineTooLong"}
     assert report.rows_errored == len(long_sources)
+
+
+def test_spark_refuses_a_whole_file_row_too_large_for_it_and_reads_the_others(spark_local, tmp_path, monkeypatch):
+    """Spark only: a text file read as one row (``split: file``) is held whole, a few times, by the JVM (a 200 MB one ran a
+    default local run out of memory): one over ``WHOLE_ROW_BYTES`` is a ``FileTooLarge`` row error, read no further; Ray has
+    no such limit. The limits are forced small; a file over the native limit goes through the Python data source."""
+    from dataflow.engines.spark import read
+
+    monkeypatch.setattr(read, "NATIVE_TEXT_BYTES", 100)
+    monkeypatch.setattr(read, "WHOLE_ROW_BYTES", 1000)
+    root = tmp_path / "in"
+    root.mkdir()
+    texts = {"small.txt": "tiny\n", "mid.txt": "m" * 900, "big.txt": "b" * 1001, "packed.txt.gz": "p" * 5000}
+    for name, text in texts.items():
+        (root / name).write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    (root / "cut.txt.gz").write_bytes(gzip.compress(b"c" * 50)[:-12])
+    sink = tmp_path / "out"
+    doc = {"name": "whole", "engine": "spark", "source": {"uri": str(root), "format": "text"}, "steps": [], "sink": {"uri": str(sink), "format": "parquet"}}
+    report = run_pipeline(parse_pipeline(doc), RunOptions(progress=False))
+    rows = [r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+    errors = {e["source"]: e for p in (sink / "_errors").glob("*.jsonl") for e in map(json.loads, p.read_text().splitlines())}
+    assert sorted((r["__source__"], r["text"]) for r in rows) == [(str(root / "mid.txt"), texts["mid.txt"]), (str(root / "small.txt"), "tiny\n")]
+    assert {s: e["error_type"] for s, e in errors.items()} == {str(root / "big.txt"): "FileTooLarge", str(root / "packed.txt.gz"): "FileTooLarge",
+                                                               str(root / "cut.txt.gz"): "EOFError"}
+    assert "more than 1000 bytes" in errors[str(root / "big.txt")]["reason"]
+    assert (report.rows_in, report.rows_out, report.rows_errored) == (5, 2, 3)

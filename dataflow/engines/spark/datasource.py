@@ -13,6 +13,7 @@ the lines before the damage.
 """
 from __future__ import annotations
 
+import io
 import json
 import posixpath
 from typing import Any, Iterator
@@ -66,8 +67,10 @@ class _Reader(DataSourceReader):
             self._counters(uri, fs, before, io_before)
             return
         with fs.open(strip_scheme(uri), "rb") as raw, decompressed(raw, uri) as f:
-            if kind in ("lines", "whole"):
-                yield from self._text(uri, index, f, "line" if kind == "lines" else "file")
+            if kind == "whole":
+                yield from self._whole(uri, index, f)
+            elif kind == "lines":
+                yield from self._text(uri, index, f, "line")
             else:
                 yield from self._csv(uri, f)
             count_bytes_read(raw.tell())
@@ -134,6 +137,23 @@ class _Reader(DataSourceReader):
             return pa.record_batch(out, names=["file", "line", "text"] if split == "line" else ["file", "text"])
 
         yield from self._batches(uri, line_reader("text")(uri, f, options), columns, lambda rec: len(rec["text"]))
+
+    def _whole(self, uri: str, index: int, f) -> Iterator[pa.RecordBatch]:
+        """The file as one row; one of more than the job's ``whole_row_bytes`` is a row error, read no further (the JVM holds a row whole, a few times)."""
+        from connectors.formats import BadRecord
+        from connectors.formats.compressed import DamagedFile
+        from connectors.formats.lines import damaged
+
+        limit = self.job["whole_row_bytes"]
+        try:
+            data = f.read(limit + 1)
+        except DamagedFile as exc:
+            self._errors(uri, [damaged(uri, exc, 0)])
+            return
+        if len(data) > limit:
+            self._errors(uri, [BadRecord(uri, "FileTooLarge", f"file of more than {limit} bytes: larger than one row of Spark holds; read it with split: line, or on Ray")])
+            return
+        yield from self._text(uri, index, io.BytesIO(data), "file")
 
     def _csv(self, uri: str, f) -> Iterator[pa.RecordBatch]:
         from connectors.registry import line_reader

@@ -1,6 +1,6 @@
 """Turn a source into a DataFrame with a ``__source__`` column that matches the Ray engine's lineage.
 
-Local files are read natively (UTF-8 text of up to ``NATIVE_LINES_BYTES`` as bytes, split into numbered
+Local files are read natively (UTF-8 text of up to ``NATIVE_TEXT_BYTES`` as bytes, split into numbered
 lines at LF or CRLF, a line that is not UTF-8 a row error; Parquet with its row index); remote files,
 larger line files, text in other ``encoding``s, compressed line files (``.gz``, ``.bz2``, ``.xz``, ``.zst``: Hadoop's codecs do not
 cover them all, and a damaged one must keep its first lines) and CSV (for the Ray reader's
@@ -49,7 +49,8 @@ UNDECODABLE = "__df_undecodable__"
 JSON_LINE = "__df_json_line__"
 _UNDECODABLE_REASON = "undecodable text (utf-8): invalid UTF-8 byte sequence"
 _registered: set[int] = set()
-NATIVE_LINES_BYTES = 16 << 20  # the largest line file Spark reads whole (as bytes, split into lines); a bigger one is streamed
+NATIVE_TEXT_BYTES = 16 << 20  # the largest text file Spark reads whole as bytes (then split into lines); a bigger one goes through the Python data source
+WHOLE_ROW_BYTES = 64 << 20  # the largest file read as one row (split: file): a 200 MB row ran the JVM of a default local run (2 GiB) out of memory
 
 
 def _register(spark) -> None:
@@ -107,23 +108,20 @@ def _compressed(files: list[str]) -> tuple[list[str], list[str]]:
     return [f for f in files if compression_of(f) is None], [f for f in files if compression_of(f) is not None]
 
 
-def _line_split(spark, read: SparkRead, files: list[str], storage: dict) -> tuple[list[str], list[str]]:
-    """Split ``files`` into (read as bytes by Spark, streamed by the Python data source).
+def _native_split(spark, read: SparkRead, files: list[str], storage: dict, limit: int) -> tuple[list[str], list[str]]:
+    """Split ``files`` into (read as bytes by Spark, read by the Python data source).
 
-    Spark reads a file's bytes whole, as one value (copied a few times while split into lines):
-    only plain UTF-8 files of at most ``NATIVE_LINES_BYTES``, and of at most the source's
-    ``max_line_bytes`` (no line of them can be longer), are; the others are streamed line by line.
+    Spark reads a file's bytes whole, as one value (copied a few times while split into lines): only
+    plain UTF-8 files of at most ``limit`` bytes are; the Python data source streams the others.
     """
-    from connectors.formats.lines import max_line_bytes
     from connectors.registry import filesystem, strip_scheme
 
     if not (_native(spark, read) and _utf8(read)):
         return [], files
-    plain, packed = _compressed(files)
-    limit = min(NATIVE_LINES_BYTES, max_line_bytes(read.source.options))
+    plain, _ = _compressed(files)
     fs = filesystem(plain[0], storage) if plain else None
-    small = [f for f in plain if fs.size(strip_scheme(f)) <= limit]
-    return small, [f for f in files if f not in set(small)]
+    small = {f for f in plain if fs.size(strip_scheme(f)) <= limit}
+    return [f for f in plain if f in small], [f for f in files if f not in small]
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -136,7 +134,7 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, only_invalid: bool = False) -> DataFrame:
     """(__source__, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
-    Natively (local or s3a, UTF-8, not compressed, small: ``_line_split``) a file is read as bytes;
+    Natively (local or s3a, UTF-8, not compressed, small: ``_native_split``) a file is read as bytes;
     in a file that is not valid UTF-8 each line is checked on its own bytes, so one bad byte flags
     one line. Other encodings, compressed and large files go through the Python data source, which
     streams and decodes each line and sends the undecodable and too long ones to the error sink
@@ -144,7 +142,10 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     keeps the files that are not valid UTF-8 (where every undecodable line is), dropping the
     others before they are split.
     """
-    plain, packed = _line_split(spark, read, files, storage)
+    from connectors.formats.lines import max_line_bytes
+
+    # no line of a file of at most max_line_bytes is longer: the Python data source makes a longer one a row error
+    plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, max_line_bytes(read.source.options)))
     frames = []
     if plain:
         raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])
@@ -179,14 +180,15 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
 
 
 def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> Checked:
-    plain, packed = _compressed(files) if _native(spark, read) and _utf8(read) else ([], files)
+    """(__source__, text) per file; a file of more than ``WHOLE_ROW_BYTES`` is a row error (``FileTooLarge``), not a row."""
+    plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, WHOLE_ROW_BYTES))
     frames = []
     if plain:
         raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])
         text = F.col("content").cast("string")
         frames.append(raw.select(_our_path().alias(SOURCE), text.alias("text"), (~F.is_valid_utf8(text)).alias(UNDECODABLE)))
     if packed:
-        df = _python_source(spark, packed, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache)
+        df = _python_source(spark, packed, "whole", T._parse_datatype_string(WHOLE_SCHEMA), read, side, storage, cache, whole_row_bytes=WHOLE_ROW_BYTES)
         frames.append(df.select(_file_uri(packed, F.col("file")).alias(SOURCE), "text", F.lit(False).alias(UNDECODABLE)))
     return _undecodable(_union(frames))
 
