@@ -29,6 +29,7 @@ __all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
 _PIECE = 1 << 16  # bytes a block is read in: a damaged stream loses the piece that meets the damage
+MAX_ROW = (1 << 31) - 1  # the most bytes of a file read as one row (split: file): a larger value fails Parquet's writer
 MAX_LINE = 16 << 20  # the longest line read as a row by default: DuckDB's largest JSON object; Spark's JSON parser refuses a string of 20M characters
 
 
@@ -211,13 +212,16 @@ def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:
 
 
 def read_text(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
-    """One row per file (``split: file``, the default) or per line (``split: line``)."""
+    """One row per file (``split: file``, the default; a file of more than ``MAX_ROW`` bytes is a row error, read no further) or per line (``split: line``)."""
     encoding = options.get("encoding", "utf-8")
     if options.get("split", "file") == "file":
         try:
-            data = f.read()
+            data = f.read(MAX_ROW + 1)
         except DamagedFile as exc:
             yield damaged(source, exc, 0)
+            return
+        if len(data) > MAX_ROW:
+            yield BadRecord(source, "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB); read it with split: line")
             return
         text = _decode(source, data, encoding)
         yield text if isinstance(text, BadRecord) else {SOURCE: source, "text": text}

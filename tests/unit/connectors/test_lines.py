@@ -192,3 +192,20 @@ def test_a_bad_line_limit_is_refused_by_name(value):
 
     with pytest.raises(ValueError, match="max_line_bytes"):
         max_line_bytes({"max_line_bytes": value})
+
+
+def test_a_file_too_large_for_one_row_is_a_row_error_read_no_further(monkeypatch):
+    from connectors.formats import lines as L
+
+    monkeypatch.setattr(L, "MAX_ROW", 10)
+    reads = []
+
+    class Watched(io.BytesIO):
+        def read(self, n=-1):
+            reads.append(n)
+            return super().read(n)
+
+    assert list(L.read_text("f.txt", Watched(b"0123456789"), {})) == [{"__source__": "f.txt", "text": "0123456789"}]
+    (record,) = L.read_text("g.txt", Watched(b"0123456789A" * 1000), {})
+    assert record == BadRecord("g.txt", "FileTooLarge", "file of more than 10 bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB); read it with split: line")
+    assert reads == [11, 11]  # never the whole file
