@@ -24,7 +24,7 @@ from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 
-__all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads", "max_line_bytes", "read_csv", "read_jsonl", "read_text", "read_text_blocks"]
+__all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads", "max_line_bytes", "read_csv", "read_jsonl", "read_text", "read_text_blocks", "read_whole"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
@@ -211,17 +211,24 @@ def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:
         return BadRecord(src, "UnicodeDecodeError", f"undecodable text ({encoding}): {exc.reason} at byte {exc.start}")
 
 
+def read_whole(source: str, f: BinaryIO, limit: int, why: str) -> bytes | BadRecord:
+    """The file's bytes, read at most ``limit`` + 1 bytes: one larger is a ``FileTooLarge`` record (``why``: what it is too large for), a damaged one its ``damaged`` record."""
+    try:
+        data = f.read(limit + 1)
+    except DamagedFile as exc:
+        return damaged(source, exc, 0)
+    if len(data) > limit:
+        return BadRecord(source, "FileTooLarge", f"file of more than {limit} bytes: {why}")
+    return data
+
+
 def read_text(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict | BadRecord]:
     """One row per file (``split: file``, the default; a file of more than ``MAX_ROW`` bytes is a row error, read no further) or per line (``split: line``)."""
     encoding = options.get("encoding", "utf-8")
     if options.get("split", "file") == "file":
-        try:
-            data = f.read(MAX_ROW + 1)
-        except DamagedFile as exc:
-            yield damaged(source, exc, 0)
-            return
-        if len(data) > MAX_ROW:
-            yield BadRecord(source, "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB); read it with split: line")
+        data = read_whole(source, f, MAX_ROW, "larger than one row holds (a value of Arrow and Parquet stays below 2 GiB); read it with split: line")
+        if isinstance(data, BadRecord):
+            yield data
             return
         text = _decode(source, data, encoding)
         yield text if isinstance(text, BadRecord) else {SOURCE: source, "text": text}

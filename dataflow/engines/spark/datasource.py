@@ -141,17 +141,11 @@ class _Reader(DataSourceReader):
     def _whole(self, uri: str, index: int, f) -> Iterator[pa.RecordBatch]:
         """The file as one row; one of more than the job's ``whole_row_bytes`` is a row error, read no further (the JVM holds a row whole, a few times)."""
         from connectors.formats import BadRecord
-        from connectors.formats.compressed import DamagedFile
-        from connectors.formats.lines import damaged
+        from connectors.formats.lines import read_whole
 
-        limit = self.job["whole_row_bytes"]
-        try:
-            data = f.read(limit + 1)
-        except DamagedFile as exc:
-            self._errors(uri, [damaged(uri, exc, 0)])
-            return
-        if len(data) > limit:
-            self._errors(uri, [BadRecord(uri, "FileTooLarge", f"file of more than {limit} bytes: larger than one row of Spark holds; read it with split: line, or on Ray")])
+        data = read_whole(uri, f, self.job["whole_row_bytes"], "larger than one row of Spark holds; read it with split: line, or on Ray")
+        if isinstance(data, BadRecord):
+            self._errors(uri, [data])
             return
         yield from self._text(uri, index, io.BytesIO(data), "file")
 

@@ -1,9 +1,13 @@
 """Line readers: a malformed line or record is one row error, never a failed file."""
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
+import lzma
 
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -168,22 +172,32 @@ def test_a_line_longer_than_the_limit_comes_in_its_place_and_is_never_held_whole
     assert got == _long_aware(data, max_line)
 
 
-@pytest.mark.parametrize("reader", ["jsonl", "text", "text_blocks", "typed_jsonl_blocks"])
-def test_each_line_reader_makes_a_long_line_one_row_error_and_numbers_the_rest_alike(reader):
+_COMPRESS = {"": lambda b: b, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress, ".zst": lambda b: zstandard.ZstdCompressor().compress(b)}
+
+
+@pytest.mark.parametrize("suffix", list(_COMPRESS))
+@pytest.mark.parametrize("reader", ["jsonl", "text", "text_blocks", "typed_jsonl_blocks", "text_latin1"])
+def test_each_line_reader_makes_a_long_line_one_row_error_and_numbers_the_rest_alike(reader, suffix):
+    """Plain and each codec (decompressed as the engines open a file), UTF-8 and a Latin-1 source (read line by line)."""
     from connectors.formats import lines as L
+    from connectors.formats.compressed import decompressed
     from connectors.formats.typed_jsonl import read_typed_jsonl_blocks
 
-    data = b'{"a": 1}\n{"a": "' + b"y" * 300 + b'"}\r\n{"a": 3}\r{"a": 4}'
-    opts = {"max_line_bytes": "256", "split": "line", "schema": {"a": "string"}}
-    read = {"jsonl": L.read_jsonl, "text": L.read_text, "text_blocks": L.read_text_blocks, "typed_jsonl_blocks": read_typed_jsonl_blocks}[reader]
+    data = b'{"a": 1}\n{"a": "' + b"y" * 300 + b'"}\r\n{"a": 3}\r{"a": \xe94}'.replace(b"\xe9", b"" if reader != "text_latin1" else b"\xe9")
+    opts = {"max_line_bytes": "256", "split": "line", "schema": {"a": "string"}, "encoding": "latin-1" if reader == "text_latin1" else "utf-8"}
+    read = {"jsonl": L.read_jsonl, "text": L.read_text, "text_blocks": L.read_text_blocks, "typed_jsonl_blocks": read_typed_jsonl_blocks, "text_latin1": L.read_text}[reader]
     rows, errors = [], []
-    for item in read("f", io.BytesIO(data), opts):
+    with decompressed(io.BytesIO(_COMPRESS[suffix](data)), "f.jsonl" + suffix) as f:
+        items = list(read("f", f, opts))
+    for item in items:
         if isinstance(item, BadRecord):
             errors.append(item)
         else:
             rows += item.to_pylist() if hasattr(item, "to_pylist") else [item]
     assert [r["__source__"] for r in rows] == ["f#line=1", "f#line=3", "f#line=4"]
     assert errors == [BadRecord("f#line=2", "LineTooLong", "line of 309 bytes is longer than max_line_bytes (256)")]
+    if reader == "text_latin1":
+        assert rows[-1]["text"] == '{"a": \xe94}'
 
 
 @pytest.mark.parametrize("value", [0, -1, "lots", True])
