@@ -29,7 +29,7 @@ __all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
 _PIECE = 1 << 16  # bytes a block is read in: a damaged stream loses the piece that meets the damage
-MAX_ROW = (1 << 31) - 1  # the most bytes of a file read as one row (split: file): a larger value fails Parquet's writer
+MAX_ROW = (1 << 31) - 1  # the most bytes of a file read as one row (text split: file, binary, image, audio): a larger value fails Parquet's writer
 MAX_LINE = 16 << 20  # the longest line read as a row by default: DuckDB's largest JSON object; Spark's JSON parser refuses a string of 20M characters
 
 

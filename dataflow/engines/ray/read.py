@@ -80,7 +80,11 @@ def _path_of(uri: str) -> str:
 
 
 class FetchFiles:
-    """Read whole files: ``{uri, info}`` items in, ``{path, bytes}`` out (the shape of ``read_binary_files``)."""
+    """Read whole files: ``{uri, info}`` items in, ``{path, bytes}`` out (the shape of ``read_binary_files``).
+
+    A file of more than ``MAX_ROW`` bytes (more than an Arrow or Parquet value holds) is a
+    ``FileTooLarge`` read error, fetched no further than that.
+    """
 
     def __init__(self, source_uri: str, storage_options: dict, cache: CacheSettings | None, side: SideOutputs):
         self.source_uri, self.storage_options, self.cache, self.side = source_uri, storage_options, cache, side
@@ -90,17 +94,27 @@ class FetchFiles:
 
         fs = filesystem(self.source_uri, self.storage_options, self.cache)
         before, io_before = cache_counters(fs), io_counters()
+        from connectors.formats.lines import MAX_ROW
+
         uris = [str(u) for u in batch["uri"]]
-        data = []
+        kept, data, errors = [], [], []
         for uri, info in zip(uris, batch["info"]):
-            path = strip_scheme(uri)
-            data.append(fs.cat_file(path, info=json.loads(info)) if before is not None and info else fs.cat_file(path))
-            count_bytes_read(len(data[-1]))
-        record_cache(self.side, "read", batch_key(uris), before, cache_counters(fs))
-        record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", batch_key(uris), io_before, io_counters())
+            kwargs = {"info": json.loads(info)} if before is not None and info else {}
+            got = fs.cat_file(strip_scheme(uri), start=0, end=MAX_ROW + 1, **kwargs)
+            count_bytes_read(len(got))
+            if len(got) > MAX_ROW:
+                errors.append(ErrorRecord(uri, "read", "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB)"))
+                continue
+            kept.append(uri)
+            data.append(got)
+        key = batch_key(uris)
+        if errors:  # counted here; the adapter counts the files kept
+            self.side.write("fetch", key, errors, {READ_STEP: StepStats(rows_in=len(errors), rows_errored=len(errors))})
+        record_cache(self.side, "read", key, before, cache_counters(fs))
+        record_io(self.side.uri, self.side.storage_options, shard_tmp_of(self.side), "read", key, io_before, io_counters())
         out_bytes = np.empty(len(data), dtype=object)
         out_bytes[:] = data
-        return {"path": np.array([_path_of(u) for u in uris], dtype=object), "bytes": out_bytes}
+        return {"path": np.array([_path_of(u) for u in kept], dtype=object), "bytes": out_bytes}
 
 
 def rows_block(rows: list[dict[str, Any]]) -> pa.Table | Columns:
