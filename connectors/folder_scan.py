@@ -13,10 +13,11 @@ import os
 import struct
 import sys
 
-__all__ = ["Scan", "ScanPool", "scan", "suffixes"]
+__all__ = ["NOT_A_FILE", "Scan", "ScanPool", "scan", "suffixes"]
 
 Scan = list  # a folder's parts in path order: a subfolder's path, or a run of files as (paths, sizes, mtimes, suffixes)
 _HEADER = struct.Struct("<Q")
+NOT_A_FILE = "(not a regular file)"  # the key of an entry no reader can read (a broken link, a pipe, a socket): never an extension's
 
 
 def suffixes(name: str) -> str:
@@ -35,7 +36,8 @@ def scan(folder: str) -> Scan:
 
     Each run of files between subfolders is ``(paths, sizes, mtimes, suffixes)``: four lists, one
     item per file, the last one each name's :func:`suffixes` (flat lists: cheap to send and read
-    back). Files removed meanwhile are left out.
+    back), or ``NOT_A_FILE`` for an entry that is neither a folder nor a file, even through its link (a
+    broken symbolic link, a pipe: reading one fails, or waits forever). Files removed meanwhile are left out.
     """
     with os.scandir(folder) as it:
         found = sorted([(e.name + "/" if e.is_dir() else e.name, e) for e in it if e.name[0] not in "._"])
@@ -50,6 +52,13 @@ def scan(folder: str) -> Scan:
                 parts.append((paths, sizes, mtimes, keys))
                 paths, sizes, mtimes, keys = [], [], [], []
             parts.append(entry.path)
+            continue
+        if not entry.is_file():
+            if os.path.lexists(entry.path):  # else removed while listed
+                paths.append(entry.path)
+                sizes.append(0)
+                mtimes.append(0.0)
+                keys.append(NOT_A_FILE)
             continue
         try:
             st = entry.stat()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any, NamedTuple
 
-from connectors.extensions import LINE_FORMATS, ExtensionFilter
+from connectors.extensions import LINE_FORMATS, ExtensionFilter, describe_skipped
 from connectors.walk import LOCAL_WORKERS, Batch, LocalTree, RemoteTree, listed
 from dataflow.errors import ConnectorError
 
@@ -238,7 +238,7 @@ def list_pages(fs, uri: str, path: str, fmt: str, options: dict[str, Any], page:
         if not total and not ignore_missing:
             wanted = f" with extension {', '.join(names)}" if names else ""
             sizes = " within source.options.min_size/max_size" if (min_size is not None or max_size is not None) else ""
-            left = "; skipped: " + ", ".join(f"{n} with extension {e or '(none)'}" for e, n in sorted(all_skipped.items())) if all_skipped else ""
+            left = f"; skipped: {describe_skipped(all_skipped)}" if all_skipped else ""
             raise ConnectorError(f"source '{uri}' holds no file{wanted}{sizes} (set source.options.extensions to change the filter{left})")
         if kept or skipped:
             yield Listing(kept, dict(skipped))

@@ -3,16 +3,16 @@ from __future__ import annotations
 
 import click
 
+from connectors.extensions import describe_skipped
+from connectors.folder_scan import NOT_A_FILE
+
 __all__ = ["render_summary", "skipped_text"]
 
 
 def skipped_text(skipped: dict[str, int]) -> str:
-    """Files the source's extension filter left out: ``3 files with extension .txt, 1 file with no extension``."""
-    parts = []
-    for ext, n in sorted(skipped.items()):
-        files = f"{n:,} file" + ("s" if n != 1 else "")
-        parts.append(f"{files} with extension {ext}" if ext else f"{files} with no extension")
-    return ", ".join(parts) + " (set source.options.extensions to read them)"
+    """Files the source's extension filter left out (``3 files with extension .txt, 1 file with no extension``), and entries that are not files."""
+    hint = " (set source.options.extensions to read them)" if set(skipped) - {NOT_A_FILE} else ""
+    return describe_skipped(skipped) + hint
 
 
 def render_summary(report, color: bool = False) -> str:

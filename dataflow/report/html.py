@@ -15,6 +15,7 @@ import posixpath
 import resource
 from typing import Any
 
+from connectors.extensions import describe_skipped
 from dataflow.report import plots
 from dataflow.report.page import CSS, card, table
 from dataflow.report.samples import Sample, Samples, collect_samples
@@ -150,13 +151,12 @@ def _header(r: dict[str, Any], manifest: dict[str, Any]) -> str:
         card("bytes written", _mib(r.get("bytes_written", 0))),
     ]
     skipped = r.get("skipped") or {}
-    if skipped:  # files the source's extension filter left out: named, never dropped without a word
+    if skipped:  # files the source's extension filter left out, entries that are not files: named, never dropped without a word
         cards.append(card("files skipped", f"{sum(skipped.values()):,}", warn=True))
     meta = " · ".join(_e(x) for x in (f"engine {r['engine']}", status, manifest.get("committed_at", ""), f"run {manifest.get('run_id', '')}") if x)
     where = f"<p class='where'>{_e(r.get('source') or '')} &rarr; {_e(r.get('output') or '')}</p>"
     if skipped:
-        named = ", ".join(f"{n:,} with extension {ext or '(none)'}" for ext, n in sorted(skipped.items()))
-        where += f"<p class='note'>skipped by extension: {_e(named)}</p>"
+        where += f"<p class='note'>skipped: {_e(describe_skipped(skipped))}</p>"
     return f"<header><h1>{_e(r['pipeline'])}</h1><p class='meta'>{meta}</p>{where}</header><section class='cards'>{''.join(cards)}</section>"
 
 

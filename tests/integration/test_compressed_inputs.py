@@ -83,16 +83,19 @@ def test_compressed_files_read_exactly_as_their_plain_twin(engine: str, fmt: str
         (root / name).write_bytes(CODECS[codec](content))
     (root / "notes.md").write_text("not data\n")
     (root / "notes.rst").write_text("not data\n")
+    (root / f"gone.{ext}").symlink_to(tmp_path / "nowhere")  # a broken link: not a file, counted, never read
     report, rows, errors, sink = _run(engine, root, fmt, options)
     got = sorted((r.pop("__source__"), {k: v for k, v in r.items() if v is not None}) for r in rows)
     assert got == sorted((f"{root / n}#line={line}", row) for n in names for line, row in by_line.items())
     assert sorted((e["source"], e["op"], e["error_type"]) for e in errors) == sorted((f"{root / n}#line={line}", "read", kind) for n in names for line, kind in bad_lines.items())
     assert (report.rows_in, report.rows_out, report.rows_errored) == (len(names) * (len(by_line) + len(bad_lines)), len(names) * len(by_line), len(names) * len(bad_lines))
     # Skipped files are named in the report and its summary, never dropped without a word.
-    assert report.skipped == {".md": 1, ".rst": 1}
-    assert json.loads((sink / "_dataflow" / "report.json").read_text())["skipped"] == {".md": 1, ".rst": 1}
-    assert "skipped       1 file with extension .md, 1 file with extension .rst" in render_summary(report)
-    assert "skipped by extension: 1 with extension .md, 1 with extension .rst" in (sink / "_dataflow" / "report.html").read_text()
+    skipped = {".md": 1, ".rst": 1, "(not a regular file)": 1}
+    assert report.skipped == skipped
+    assert json.loads((sink / "_dataflow" / "report.json").read_text())["skipped"] == skipped
+    words = "1 entry that is not a regular file (a broken symbolic link, a pipe or a socket), 1 file with extension .md, 1 file with extension .rst"
+    assert f"skipped       {words} (set source.options.extensions to read them)" in render_summary(report)
+    assert f"skipped: {words}" in (sink / "_dataflow" / "report.html").read_text()
 
 
 @pytest.mark.parametrize("codec", ["gz", "zst"], ids=["gz", "zst"])

@@ -219,3 +219,30 @@ def test_workers_slower_than_the_walk_alone_are_dropped_after_their_trial(tmp_pa
     with tree.walk(str(tmp_path)) as batches:
         got = [(p, i["size"], i["mtime"]) for entries, _ in batches for p, i in entries]
     assert got == serial and tree.workers == 1 and 0 < len(scanned) < 30
+
+
+@pytest.mark.parametrize("how", ["serial", "workers", "glob", "flat"])
+def test_entries_no_reader_can_read_are_skipped_and_counted_never_listed(tmp_path, monkeypatch, how):
+    """A broken symbolic link failed a run over a glob (FileNotFoundError in a read task) and vanished from a folder's
+    listing without a word; a named pipe listed as a file would block its reader forever. Both are counted as skipped
+    entries that are not regular files, on every listing path; a link to a file is read."""
+    import connectors.listing as listing
+    from connectors.extensions import describe_skipped
+    from connectors.folder_scan import NOT_A_FILE
+
+    (tmp_path / "ok.jsonl").write_bytes(b"{}\n")
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "ok.jsonl")
+    (tmp_path / "gone.jsonl").symlink_to(tmp_path / "nowhere" / "x.jsonl")
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    fs = fsspec.filesystem("file")
+    monkeypatch.setattr(listing, "LOCAL_WORKERS", 1)
+    if how == "workers":
+        workers_scanned(monkeypatch)
+    uri = str(tmp_path / "*.jsonl") if how == "glob" else str(tmp_path)
+    got = list_source(fs, uri, uri, "jsonl", {"recursive": how != "flat"})
+    assert [u for u, _ in got.entries] == [str(tmp_path / "link.jsonl"), str(tmp_path / "ok.jsonl")]
+    assert got.skipped == {NOT_A_FILE: 2}
+    assert describe_skipped(got.skipped) == "2 entries that are not regular files (a broken symbolic link, a pipe or a socket)"
+    (tmp_path / "ok.jsonl").unlink()  # now the link is broken too: nothing to read, and the error says why
+    with pytest.raises(listing.ConnectorError, match=r"holds no file.*skipped: 3 entries that are not regular files"):
+        list_source(fs, uri, uri, "jsonl", {"recursive": how != "flat"})
