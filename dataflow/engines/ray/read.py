@@ -83,26 +83,31 @@ class FetchFiles:
     """Read whole files: ``{uri, info}`` items in, ``{path, bytes}`` out (the shape of ``read_binary_files``).
 
     A file of more than ``MAX_ROW`` bytes (more than an Arrow or Parquet value holds) is a
-    ``FileTooLarge`` read error, fetched no further than that.
+    ``FileTooLarge`` read error: never fetched where its size is known without a request (a local
+    file, a listing entry the cache passes), else once fetched (no ranged read: S3 refuses one of an
+    empty object).
     """
 
     def __init__(self, source_uri: str, storage_options: dict, cache: CacheSettings | None, side: SideOutputs):
         self.source_uri, self.storage_options, self.cache, self.side = source_uri, storage_options, cache, side
 
     def __call__(self, batch: Columns) -> Columns:
-        from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, strip_scheme
+        from connectors.formats.lines import MAX_ROW
+        from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, scheme_of, strip_scheme
 
         fs = filesystem(self.source_uri, self.storage_options, self.cache)
         before, io_before = cache_counters(fs), io_counters()
-        from connectors.formats.lines import MAX_ROW
-
+        local = scheme_of(self.source_uri) == "file"
         uris = [str(u) for u in batch["uri"]]
         kept, data, errors = [], [], []
         for uri, info in zip(uris, batch["info"]):
-            kwargs = {"info": json.loads(info)} if before is not None and info else {}
-            got = fs.cat_file(strip_scheme(uri), start=0, end=MAX_ROW + 1, **kwargs)
-            count_bytes_read(len(got))
-            if len(got) > MAX_ROW:
+            path, entry = strip_scheme(uri), json.loads(info) if info else {}
+            size = entry["size"] if "size" in entry else fs.size(path) if local else None
+            got = None
+            if size is None or size <= MAX_ROW:
+                got = fs.cat_file(path, info=entry) if before is not None and entry else fs.cat_file(path)
+                count_bytes_read(len(got))
+            if got is None or len(got) > MAX_ROW:
                 errors.append(ErrorRecord(uri, "read", "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB)"))
                 continue
             kept.append(uri)
