@@ -23,6 +23,7 @@ from connectors.formats import BadRecord
 from connectors.formats.compressed import DamagedFile
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
+from dataflow.nesting import json_loads
 
 __all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads", "max_line_bytes", "read_csv", "read_jsonl", "read_text", "read_text_blocks", "read_whole"]
 
@@ -335,7 +336,7 @@ def jsonl_row(src: str, raw: bytes, encoding: str = "utf-8") -> dict | BadRecord
     if not text.strip():
         return None
     try:
-        value = loads(text, raw) if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else json.loads(text)
+        value = loads(text, raw if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else None)
     except json.JSONDecodeError as exc:
         return BadRecord(src, "JSONDecodeError", f"invalid JSON: {exc.msg} at column {exc.colno}")
     if not isinstance(value, dict):
@@ -347,20 +348,22 @@ _DIGIT = bytes.maketrans(b"0123456789", b"0" * 10)
 _LONG_NUMBER = b"0" * 19  # 19 digits in a row: an integer that may not fit 64 bits (orjson reads it as a float), or a long mantissa
 
 
-def loads(text: str, raw: bytes) -> Any:
-    """``json.loads(text)`` (``raw``: its UTF-8 bytes): the same value and the same error, in under half the time where orjson reads it the same.
+def loads(text: str, raw: bytes | None = None) -> Any:
+    """``json.loads(text)`` (``raw``: its UTF-8 bytes, if so): the same value and the same error, in under half the time where orjson reads it the same.
 
     orjson refuses what ``json`` takes beyond the standard (NaN, Infinity, a number out of a
     double's range, a lone surrogate): those lines, and any with 19 digits in a row (orjson reads
     an integer past 64 bits as a float), are read by ``json``, as is every line orjson calls bad,
-    so a bad line's message is ``json``'s.
+    so a bad line's message is ``json``'s. A text nested too deep is a ``JSONDecodeError``, never
+    Python's ``RecursionError``: deeper than 1,024 levels where orjson reads it (its limit), than
+    ``nesting.MAX_DEPTH`` (Spark's, 1,000) where ``json`` does.
     """
-    if _LONG_NUMBER not in raw.translate(_DIGIT):
+    if raw is not None and _LONG_NUMBER not in raw.translate(_DIGIT):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+    return json_loads(text)
 
 
 def _row(src: str, values: dict[str, Any]) -> dict[str, Any]:

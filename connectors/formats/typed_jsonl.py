@@ -27,6 +27,7 @@ from connectors.formats.compressed import DamagedFile
 from connectors.formats.lines import LongLine, damaged, jsonl_row, line_blocks, max_line_bytes, read_jsonl
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
+from dataflow.nesting import deep_call, too_deep
 
 __all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
 
@@ -107,7 +108,7 @@ def _convert(value: Any, kind: pa.DataType, name: str) -> Any:
         return [_convert(v, kind.value_type, f"{name}[]") for v in value]
     if isinstance(value, str):
         return value
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = deep_call(json.dumps, value, separators=(",", ":"), ensure_ascii=False)
     return _Container(text) if isinstance(value, (dict, list)) else text
 
 
@@ -206,13 +207,21 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
             if parsed is None:
                 lines = data.splitlines()
                 yield from _tables((rec for i, raw in enumerate(lines, start=number + 1)
-                                    if (rec := jsonl_row(f"{source}{LINE}{i}", raw)) is not None), schema)
+                                    if (rec := _line_row(f"{source}{LINE}{i}", raw, schema)) is not None), schema)
                 number += len(lines)
             else:
                 table, numbers, lines = parsed
                 if table.num_rows:
                     yield _with_lineage(table, source, numbers + number)
                 number += lines
+
+
+def _line_row(src: str, raw: bytes, schema: pa.Schema) -> dict | BadRecord | None:
+    """A line of a block read line by line: by Python, or by Arrow alone where it nests deeper than Python reads
+    (``dataflow.nesting``), so that it is a row as in a block Arrow reads whole (Arrow reads any depth)."""
+    if too_deep(raw) is not None and (parsed := _block(raw, schema)) is not None and parsed[0].num_rows == 1:
+        return {SOURCE: src, **parsed[0].to_pylist()[0]}
+    return jsonl_row(src, raw)
 
 
 def _block(data: bytes, schema: pa.Schema) -> tuple[pa.Table, np.ndarray, int] | None:

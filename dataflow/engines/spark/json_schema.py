@@ -10,16 +10,20 @@ from typing import Any
 
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_name
+from dataflow.nesting import json_loads
 from dataflow.ops.table.types import SPARK_TYPES
 
 __all__ = ["infer_json_fields", "sample_lines"]
 
 _SAMPLE_FILES = 8
 _SAMPLE_LINES = 1000
+_TYPED_DEPTH = 64  # levels of nested structs and arrays inferred as such, below the line's object: a deeper value is a string (a DDL of hundreds of levels is no schema anyone means)
 
 
-def _value_type(value: Any) -> Any:
-    """A JSON value's type: a type name, ``("struct", {field: type})`` or ``("array", type)``."""
+def _value_type(value: Any, depth: int = 1) -> Any:
+    """A JSON value's type: a type name, ``("struct", {field: type})`` or ``("array", type)``; what lies deeper than ``_TYPED_DEPTH`` levels below the line's object is a string (its JSON text)."""
+    if depth > _TYPED_DEPTH:
+        return "string"
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):
@@ -29,13 +33,13 @@ def _value_type(value: Any) -> Any:
     if isinstance(value, dict):
         fields: dict[str, Any] = {}
         for key, v in value.items():
-            fields[key] = _merge(fields.get(key), None if v is None else _value_type(v))
+            fields[key] = _merge(fields.get(key), None if v is None else _value_type(v, depth + 1))
         return ("struct", fields)
     if isinstance(value, list):
         element = None
         for v in value:
             if v is not None:
-                element = _merge(element, _value_type(v))
+                element = _merge(element, _value_type(v, depth + 1))
         return ("array", element)
     return "string"
 
@@ -79,7 +83,7 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
     fields: dict[str, Any] = {}
     for line in lines:
         try:
-            value = json.loads(line)
+            value = json_loads(line)  # a line nested deeper than Spark reads is no sample (nor Python's RecursionError)
         except json.JSONDecodeError:
             continue
         if not isinstance(value, dict):

@@ -6,6 +6,7 @@ from typing import Any
 
 from dataflow.columns import SOURCE
 from dataflow.errors import RowError
+from dataflow.nesting import deep_call, json_loads
 from dataflow.ops.declare import op
 from dataflow.ops.table.types import ColumnName, TypeName
 
@@ -42,7 +43,7 @@ def convert_field(value: Any, type_name: str) -> Any:
         if not isinstance(value, bool):
             raise _NotA
         return value
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return value if isinstance(value, str) else deep_call(json.dumps, value, separators=(",", ":"))
 
 
 def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] | None:
@@ -76,7 +77,7 @@ def parse_json(row: dict, *, fields: dict[str, TypeName], column: ColumnName = "
     if text is None:
         raise RowError(f"column '{column}' is null") from TypeError(column)
     try:
-        value = json.loads(text)
+        value = json_loads(text)
     except json.JSONDecodeError as exc:
         raise RowError(f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
     if not isinstance(value, dict):
