@@ -38,12 +38,13 @@ class SparkEngine(Engine):
         Inferred once from the first files of the whole sorted input, so every shard (and a
         resumed run) writes the same columns and types.
         """
+        from connectors.formats.lines import max_line_bytes
         from dataflow.engines.spark.json_schema import infer_json_fields, sample_lines
 
         source = job.read.source
         if source.format != "jsonl" or source.options.get("schema") or not inputs:
             return job
-        fields = infer_json_fields(sample_lines(inputs, storage))
+        fields = infer_json_fields(sample_lines(inputs, storage, max_line_bytes(source.options)))
         pinned = source.model_copy(update={"options": {**source.options, "schema": fields}})
         return replace(job, read=replace(job.read, source=pinned))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from connectors.formats.lines import MAX_LINE
 from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import sql_name
 from dataflow.nesting import json_loads
@@ -17,6 +18,7 @@ __all__ = ["infer_json_fields", "sample_lines"]
 
 _SAMPLE_FILES = 8
 _SAMPLE_LINES = 1000
+_SAMPLE_BLOCK = 1 << 16  # bytes of lines read at a time for the sample
 _TYPED_DEPTH = 64  # levels of nested structs and arrays inferred as such, below the line's object: a deeper value is a string (a DDL of hundreds of levels is no schema anyone means)
 
 
@@ -94,10 +96,13 @@ def infer_json_fields(lines: list[str]) -> dict[str, str]:
     return {k: _ddl(t) for k, t in fields.items()}
 
 
-def sample_lines(files: list[str], storage: dict) -> list[str]:
+def sample_lines(files: list[str], storage: dict, max_line: int = MAX_LINE) -> list[str]:
     """Up to the first 1,000 lines of each of the first eight ``files`` that hold a line (empty files are
-    passed over): the sample a JSON schema is inferred from. ``source.options.schema`` declares it instead."""
+    passed over): the sample a JSON schema is inferred from. ``source.options.schema`` declares it instead.
+    A line longer than ``max_line`` bytes (the source's ``max_line_bytes``, a row error of the read) is
+    counted, never read: the driver holds at most that much of one."""
     from connectors.formats.compressed import DamagedFile
+    from connectors.formats.lines import LongLine, line_blocks
     from connectors.registry import open_lines
 
     out: list[str] = []
@@ -105,14 +110,15 @@ def sample_lines(files: list[str], storage: dict) -> list[str]:
     for uri in files:
         if sampled == _SAMPLE_FILES:
             break
-        before = len(out)
+        before, seen = len(out), 0
         with open_lines(uri, storage) as f:
-            try:
-                for number, raw in enumerate(f):
-                    if number >= _SAMPLE_LINES:
-                        break
-                    out.append(raw.decode("utf-8", "replace"))
-            except DamagedFile:
-                pass  # the sample is what could be read; the read reports the damage
+            for block in line_blocks(f, _SAMPLE_BLOCK, max_line):
+                if isinstance(block, DamagedFile):
+                    break  # the sample is what could be read; the read reports the damage
+                lines = [] if isinstance(block, LongLine) else block.splitlines()
+                out += [raw.decode("utf-8", "replace") for raw in lines[: _SAMPLE_LINES - seen]]
+                seen += max(len(lines), 1)
+                if seen >= _SAMPLE_LINES:
+                    break
         sampled += len(out) > before
     return out

@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from connectors.formats.lines import max_line_bytes
 from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.ops.registry import get_op
@@ -142,8 +143,6 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     keeps the files that are not valid UTF-8 (where every undecodable line is), dropping the
     others before they are split.
     """
-    from connectors.formats.lines import max_line_bytes
-
     # no line of a file of at most max_line_bytes is longer: the Python data source makes a longer one a row error
     plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, max_line_bytes(read.source.options)))
     frames = []
@@ -210,7 +209,7 @@ def _jsonl(
 ) -> Checked:
     """Parsed JSON lines; ``fast``: those of ``files`` that passed ``json_fast.aligned`` (the job's actions run one task per file); ``key``, ``count``: see ``read_source``."""
     declared = read.source.options.get("schema")
-    fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage))).items() if k != SOURCE}
+    fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage, max_line_bytes(read.source.options)))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
         fields = {name: "string" for name in sorted(read.named)}
     # Built, not validated: inferred fields may hold Spark DDL types the op's param model does not take.
