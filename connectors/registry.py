@@ -29,6 +29,7 @@ __all__ = [
     "count_bytes_read",
     "decompressed",
     "filesystem",
+    "first_parquet_schema",
     "format_connector",
     "io_counters",
     "join_under",
@@ -40,6 +41,7 @@ __all__ = [
     "list_source_pages",
     "open_lines",
     "parse_size",
+    "parquet_footers",
     "parquet_parts",
     "parquet_schema",
     "read_parquet_part",
@@ -49,6 +51,7 @@ __all__ = [
     "strip_scheme",
     "to_uri",
     "typed_jsonl_reader",
+    "unreadable_parquet",
     "warm_cache",
     "webdataset_reader",
     "write_through_scratch",
@@ -324,11 +327,48 @@ def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = 
     return row_groups(filesystem(uri, storage_options, cache), strip_scheme(uri))
 
 
+def parquet_footers(uris: list[str], storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None) -> list[list[tuple[int, int, int]] | Exception]:
+    """:func:`parquet_parts` of each file, read on threads, or the error its footer gave (an empty, truncated or other file named ``.parquet``: a row error of the read, never a failed run)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    def parts(uri: str) -> list[tuple[int, int, int]] | Exception:
+        try:
+            return parquet_parts(uri, storage_options, cache)
+        except (pa.ArrowException, OSError) as exc:
+            return exc
+
+    if len(uris) < 2:
+        return [parts(u) for u in uris]
+    with ThreadPoolExecutor(min(16, len(uris)), thread_name_prefix="dataflow-footers") as pool:
+        return list(pool.map(parts, uris))
+
+
+def unreadable_parquet(uri: str, exc: Exception):
+    """The read's row error of a Parquet file whose footer cannot be read (``parquet_footers``)."""
+    from connectors.formats import BadRecord
+
+    return BadRecord(uri, type(exc).__name__, f"not a readable Parquet file: {exc}")
+
+
 def parquet_schema(uri: str, storage_options: dict[str, dict[str, Any]] | None = None):
     """Return a Parquet file's Arrow schema (reads the footer only)."""
     from connectors.formats.parquet import schema
 
     return schema(filesystem(uri, storage_options), strip_scheme(uri))
+
+
+def first_parquet_schema(uris: list[str], storage_options: dict[str, dict[str, Any]] | None = None):
+    """The Arrow schema of the first of ``uris`` whose footer reads, or None (an unreadable file is the read's row error)."""
+    import pyarrow as pa
+
+    for uri in uris:
+        try:
+            return parquet_schema(uri, storage_options)
+        except (pa.ArrowException, OSError):
+            continue
+    return None
 
 
 def read_parquet_part(

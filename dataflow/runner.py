@@ -29,7 +29,7 @@ from dataflow.runtime.progress import Progress, Shard
 from dataflow.runtime.shards import ShardCutter, ShardFeed, shard_size
 from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
-from dataflow.runtime.failure import failure_text
+from dataflow.runtime.failure import failure_text, unreadable_input
 from dataflow.runtime.settings import RunSettings, usable_settings
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
@@ -103,7 +103,7 @@ def run_pipeline(
         BudgetExceededError: too many row errors (nothing is published; errors are kept).
         RunError: the engine failed.
     """
-    from connectors.registry import filesystem, parquet_schema, storage_traits, strip_scheme
+    from connectors.registry import filesystem, first_parquet_schema, storage_traits, strip_scheme
     from dataflow.plan.input_types import check_input_types
     from dataflow.runtime.held import held_schema  # zerocopy hook: an in-memory source is its one input
 
@@ -134,7 +134,7 @@ def run_pipeline(
         # The first shard then runs in warm workers: a run's start-up (its workers' start and imports, the
         # engine's first execution) is paid once before it, not inside it; shards submitted earlier only queue.
         ready.wait(WARM_WAIT_S)
-    schema = (held_schema(source.uri) if source.in_memory else parquet_schema(shards[0].inputs[0], storage)) if source.format == "parquet" and shards[0].inputs else None
+    schema = (held_schema(source.uri) if source.in_memory else first_parquet_schema(shards[0].inputs, storage)) if source.format == "parquet" and shards[0].inputs else None
     if schema is not None:  # the schema is known: wrong column types are plan errors
         check_input_types(logical, schema)
     state = {
@@ -175,6 +175,9 @@ def run_pipeline(
     except Exception as exc:
         text = failure_text(exc)[:500]
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
+        if (unreadable := unreadable_input(text)) is not None:
+            hint = (f"input file {unreadable} could not be read: Spark reads file contents natively and stops at a corrupt one (an unreadable "
+                    f"Parquet footer is a row error, checked first); repair or remove the file, or run on Ray, where it is a row error")
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
 

@@ -91,7 +91,7 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
         The rows, and the outcomes of records the reader refused (bad lines).
     """
     from connectors.formats import BadRecord
-    from connectors.registry import filesystem, line_reader, list_files, open_lines, parquet_parts, read_parquet_part, strip_scheme
+    from connectors.registry import filesystem, line_reader, list_files, open_lines, parquet_footers, read_parquet_part, strip_scheme, unreadable_parquet
 
     source, storage = spec.source, spec.storage.options
     if source.in_memory:  # rows this process holds (dataflow.memory), no files
@@ -110,7 +110,11 @@ def read_first(spec, n: int) -> tuple[Columns, list[Outcome]]:
     bad: list[Outcome] = []
     for f in files:
         if source.format == "parquet":
-            for group, first, _ in parquet_parts(f, storage):
+            (parts,) = parquet_footers([f], storage)
+            if not isinstance(parts, list):
+                bad.append(Outcome(f, "errored", "read", unreadable_parquet(f, parts).reason))
+                parts = []
+            for group, first, _ in parts:
                 part = to_rows(from_arrow(read_parquet_part(f, group, storage, source.options.get("columns"))))
                 rows += [{SOURCE: f"{f}{ROW}{first + i}", **{k: v for k, v in r.items() if k != SOURCE}} for i, r in enumerate(part[: n - len(rows)])]
                 if len(rows) >= n:

@@ -1,9 +1,12 @@
 """The text of an engine failure: the user's own exception inside the engines' wrappers."""
 from __future__ import annotations
 
-__all__ = ["failure_text"]
+import re
+
+__all__ = ["failure_text", "unreadable_input"]
 
 _CHAINED = "The above exception was the direct cause of the following exception:"
+_FAILED_READ = re.compile(r"\[FAILED_READ_FILE[^\]]*\][^\n]*? reading file (\S+?)\.?(?:\s|$)")  # Spark's error class for a file it cannot read
 
 
 def failure_text(exc: BaseException) -> str:
@@ -21,3 +24,9 @@ def failure_text(exc: BaseException) -> str:
     if isinstance(inner, BaseException) and inner is not exc:
         return failure_text(inner)
     return f"{type(exc).__name__}: {text.strip()}"
+
+
+def unreadable_input(text: str) -> str | None:
+    """The input file an engine stopped at because it could not read it (Spark's ``FAILED_READ_FILE``: a corrupt Parquet data page), named in its failure text."""
+    found = _FAILED_READ.search(text)
+    return found.group(1) if found else None

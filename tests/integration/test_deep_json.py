@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import pathlib
 
-import pyarrow.parquet as pq
 import pytest
 
-from dataflow.dsl.parse import parse_pipeline
-from dataflow.engines.base import RunOptions
-from dataflow.runner import run_pipeline
+from tests.sink_output import run_doc
 
 GOOD = [{"t": "a", "n": 1}, {"t": "b", "n": 2, "s": "[" * 3000 + "{" * 3000}, {"t": "a", "n": 3}]  # brackets in a string do not nest
 DEEP = ['{"t": "a", "n": 9, "x": ' + "[" * 200_000 + "]" * 200_000 + "}", '{"t": "b", "n": 9, "x": {"y": ' + "[" * 1100 + "]" * 1100 + "}}"]
@@ -50,10 +47,7 @@ def _run(engine: str, root: pathlib.Path, fmt: str, options: dict, steps: list[d
     sink = root.parent / "out"
     doc = {"name": "deep-json", "engine": engine, "source": {"uri": str(root), "format": fmt, "options": options},
            "steps": steps, "sink": {"uri": str(sink), "format": "parquet"}}
-    report = run_pipeline(parse_pipeline(doc), RunOptions(progress=False))
-    rows = [r for p in sink.glob("*.parquet") for r in pq.read_table(p).to_pylist()]
-    errors = [r for p in (sink / "_errors").glob("*.jsonl") for r in map(json.loads, p.read_text().splitlines())]
-    return report, rows, errors
+    return run_doc(doc)
 
 
 def test_an_untyped_read_makes_a_line_nested_too_deep_one_row_error_on_both_engines(engine, tmp_path):

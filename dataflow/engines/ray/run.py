@@ -53,14 +53,19 @@ class ReadAdapter:
 
     def _parquet(self, batch: Columns) -> pa.Table:
         """The batch's row groups as one Arrow table: types kept as stored (no Python values in between)."""
-        from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part
+        from connectors.registry import cache_counters, filesystem, io_counters, read_parquet_part, unreadable_parquet
 
         parts, errors = [], []
         names = [f"{u}{ROW_GROUP}{g}" for u, g in zip(batch["uri"], batch["row_group"])]
         fs = filesystem(str(batch["uri"][0]), self.storage_options, self.cache) if len(names) else None
         before, io_before = cache_counters(fs), io_counters()
-        for uri, group, first in zip(batch["uri"], batch["row_group"], batch["first_row"]):
-            table = read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache)
+        for name, uri, group, first in zip(names, batch["uri"], batch["row_group"], batch["first_row"]):
+            try:
+                table = read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache)
+            except (pa.ArrowException, OSError, IndexError) as exc:  # a footer (row group -1) or a row group that does not read
+                bad = unreadable_parquet(str(uri) if group < 0 else name, exc)
+                errors.append(ErrorRecord(bad.source, "read", bad.error_type, bad.reason))
+                continue
             # A ``__source__`` column in the data (an earlier pipeline's lineage) is replaced by this
             # read's, unless the source says to keep it (the Parquet handoff between engines).
             if self.options.get("keep_lineage") and SOURCE in table.column_names:
@@ -254,7 +259,7 @@ def build_dataset(
     """
     import ray
 
-    from connectors.registry import list_files, parquet_parts, scheme_of
+    from connectors.registry import list_files, parquet_footers, scheme_of
 
     executing()  # the warm-up leaves the driver's side (executor, actors) to this execution
     source = job.read.source
@@ -267,7 +272,9 @@ def build_dataset(
         files = files[: max(limit * 4, limit + 16)]
     prefix = "" if scheme_of(source.uri) == "file" else f"{source.uri.split('://', 1)[0]}://"
     if job.read.reader == "row_groups":
-        parts = [{"uri": f, "row_group": g, "first_row": o} for f in files for g, o, _ in parquet_parts(f, storage_options, cache)]
+        # A file whose footer does not read is one item of row group -1: its read task makes it a row error.
+        footers = parquet_footers(files, storage_options, cache)
+        parts = [{"uri": f, "row_group": g, "first_row": o} for f, got in zip(files, footers) for g, o, _ in (got if isinstance(got, list) else [(-1, 0, 0)])]
         ds = ray.data.from_items(parts, override_num_blocks=_blocks(len(parts), routes))
         per_task = 1  # a row group a read task
     else:

@@ -25,12 +25,27 @@ from pyspark.sql.types import StructType
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE, ROW
 
-__all__ = ["DataflowSource", "LINES_SCHEMA", "WHOLE_SCHEMA"]
+__all__ = ["DataflowSource", "LINES_SCHEMA", "WHOLE_SCHEMA", "write_read_errors"]
 
 LINES_SCHEMA = "file int, line long, text string"
 WHOLE_SCHEMA = "file int, text string"
 _BATCH_ROWS = 65536
 _BATCH_BYTES = 64 << 20  # text in one batch: far below Arrow's 2 GiB of a string column, whatever the lines' length
+
+
+def write_read_errors(side, name: str, key: str, records, counted: bool) -> None:
+    """Write a read's bad records (``BadRecord``) to the error sink as ``<name>-<key>``, with their counters.
+
+    Step -1 counts the run's input rows (``counted``); a named source's bad records count as errors only (-2).
+    """
+    from dataflow.runtime.error_sink import ErrorRecord
+    from dataflow.runtime.stage import StepStats
+
+    if not records:
+        return
+    errors = [ErrorRecord(r.source, "read", r.error_type, r.reason) for r in records]
+    index = -1 if counted else -2
+    side.write(name, key, errors, {index: StepStats(rows_in=len(errors) if counted else 0, rows_errored=len(errors))})
 
 
 class DataflowSource(DataSource):
@@ -91,17 +106,9 @@ class _Reader(DataSourceReader):
             record_io(side["uri"], side["storage_options"], shard_tmp, "spark-read", key, before, cache_counters(fs), folder=CACHE_COUNTERS_DIR)
 
     def _errors(self, uri: str, records) -> None:
-        from dataflow.runtime.error_sink import ErrorRecord
-        from dataflow.runtime.stage import StepStats
         from dataflow.runtime.stats import SideOutputs, batch_key
 
-        if not records:
-            return
-        errors = [ErrorRecord(r.source, "read", r.error_type, r.reason) for r in records]
-        # Step -1 counts the run's input rows; a named source's bad records count as errors only (-2).
-        index = -1 if self.job["counted"] else -2
-        stats = {index: StepStats(rows_in=len(errors) if index == -1 else 0, rows_errored=len(errors))}
-        SideOutputs(**self.job["side"]).write("spark-read", batch_key([uri]), errors, stats)
+        write_read_errors(SideOutputs(**self.job["side"]), "spark-read", batch_key([uri]), records, self.job["counted"])
 
     def _batches(self, uri: str, records, columns, size=lambda rec: 0) -> Iterator[pa.RecordBatch]:
         """Stream a reader's rows as record batches of ``columns(chunk)``, at most ``_BATCH_ROWS`` rows and about ``_BATCH_BYTES`` (``size(row)``) each; its bad records go to the error sink at the end."""

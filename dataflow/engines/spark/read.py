@@ -31,7 +31,7 @@ from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.ops.registry import get_op
 from dataflow.engines.spark.compile import SparkRead, SparkStep
-from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource
+from dataflow.engines.spark.datasource import LINES_SCHEMA, WHOLE_SCHEMA, DataflowSource, write_read_errors
 from dataflow.engines.spark.json_schema import infer_json_fields, sample_lines
 from dataflow.engines.spark.s3a import apply_settings, native_enabled, s3a_settings, to_s3a
 from dataflow.engines.spark import scan
@@ -264,6 +264,17 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: C
 
 
 def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
+    """The rows of the files whose footers read (read on the driver, on threads); each other file is one row error, written here."""
+    from connectors.registry import parquet_footers, unreadable_parquet
+    from dataflow.runtime.stats import batch_key
+
+    footers = parquet_footers(files, storage, cache and cache.as_options())
+    bad = [unreadable_parquet(f, got) for f, got in zip(files, footers) if not isinstance(got, list)]
+    if bad:
+        write_read_errors(side, "spark-footers", batch_key([b.source for b in bad]), bad, read.counted)
+        files = [f for f, got in zip(files, footers) if isinstance(got, list)]
+        if not files:
+            return spark.createDataFrame([], T.StructType([T.StructField(SOURCE, T.StringType())]))
     if _native(spark, read):
         df = scan.load(spark.read.format("parquet"), files, [_hadoop_path(f, True) for f in files])
         own = F.concat(_our_path(), F.lit(ROW), F.col("_metadata.row_index").cast("string"))
