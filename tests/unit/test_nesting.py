@@ -1,7 +1,9 @@
 """JSON nesting depth: what Spark's parser refuses (deeper than ``MAX_DEPTH`` levels), Ray's readers refuse alike."""
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -58,14 +60,20 @@ def test_json_loads_refuses_what_spark_refuses_and_reads_its_deepest_from_deep_i
     edge = "[" * (nesting.MAX_DEPTH - 1) + "{}" + "]" * (nesting.MAX_DEPTH - 1)
     over = "[" + edge + "]"
 
-    def nested_calls(n):  # a reader deep in a worker's stack: Python's json alone fails there
+    def nested_calls(n):  # a reader deep in a worker's stack, under Python's default limit: its json alone fails there
         if n:
             return nested_calls(n - 1)
         with pytest.raises(RecursionError):
             json.loads(edge)
         return nesting.json_loads(edge)
 
-    assert _depth(nested_calls(400)) == nesting.MAX_DEPTH
+    old, limit = sys.getrecursionlimit(), 1000 + len(inspect.stack())  # Python's default here: other imports of the suite raise it
+    sys.setrecursionlimit(limit)
+    try:
+        assert _depth(nested_calls(400)) == nesting.MAX_DEPTH
+        assert sys.getrecursionlimit() == limit  # raised for that call only
+    finally:
+        sys.setrecursionlimit(old)
     with pytest.raises(json.JSONDecodeError, match=f"nested deeper than {nesting.MAX_DEPTH} levels") as caught:
         nesting.json_loads(over)
     assert caught.value.pos == nesting.MAX_DEPTH
