@@ -387,8 +387,10 @@ def read_csv(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict
     """One row per CSV record after the header; a bad record is a row error, never a failed file.
 
     A record is bad when it has the wrong field count, holds bytes the ``encoding`` cannot decode,
-    or breaks the CSV syntax (``csv.Error``, e.g. a field over the size limit). An undecodable
-    header is reported too, and its names are read with U+FFFD for the bad bytes.
+    breaks the CSV syntax (``csv.Error``, e.g. a field over the size limit) or holds a line of more
+    than ``max_line_bytes`` characters (read past, never held). An undecodable header is reported
+    too, and its names are read with U+FFFD for the bad bytes; a header line over the limit is the
+    file's one row error.
     """
     encoding = options.get("encoding", "utf-8")
     if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
@@ -396,18 +398,59 @@ def read_csv(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[dict
     # NOTE: surrogateescape keeps each undecodable byte, so the record that holds it (not the file) fails.
     text = io.TextIOWrapper(f, encoding, errors="surrogateescape", newline="")
     try:
-        yield from _csv_records(source, csv.reader(text, delimiter=options.get("delimiter", ",")), encoding)
+        lines = _CsvLines(text, max_line_bytes(options))
+        yield from _csv_records(source, csv.reader(lines, delimiter=options.get("delimiter", ",")), lines, encoding)
     finally:
         if not f.closed:
             text.detach()  # the caller owns ``f``: the wrapper must not close it
 
 
-def _csv_records(source: str, reader, encoding: str) -> Iterator[dict | BadRecord]:
-    """The rows and bad records of a ``csv.reader`` (see :func:`read_csv`)."""
+class _LongCsvLine(Exception):
+    """A CSV line longer than the limit, read past: ``csv.reader`` passes it on and starts its next record afresh."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"line of {size} characters is longer than max_line_bytes ({limit})")
+
+
+class _CsvLines:
+    """The lines of a text stream for ``csv.reader`` (line ends kept), counted; one of more than ``limit`` characters raises ``_LongCsvLine`` in its place."""
+
+    def __init__(self, text: io.TextIOBase, limit: int):
+        self.limit, self.number, self._size = limit, 0, limit + 2  # a piece: the limit and room for the line's break, CRLF too
+        self._readline = text.readline
+        self._cut_crlf = False  # a long line's piece ended at its CR: an LF next is its break, not a line
+
+    def __iter__(self) -> _CsvLines:
+        return self
+
+    def __next__(self) -> str:
+        line = self._readline(self._size)
+        if self._cut_crlf:
+            self._cut_crlf = False
+            if line == "\n":
+                line = self._readline(self._size)
+        if not line:
+            raise StopIteration
+        self.number += 1
+        if len(line) <= self.limit or len(content := line.rstrip("\r\n")) <= self.limit:
+            return line  # ended by its break, or the file's last line
+        size = len(content)
+        while line and line[-1] not in "\r\n":  # read past the rest, a piece at a time
+            line = self._readline(self._size)
+            size += len(line.rstrip("\r\n"))
+        self._cut_crlf = line.endswith("\r")
+        raise _LongCsvLine(size, self.limit)
+
+
+def _csv_records(source: str, reader, lines: _CsvLines, encoding: str) -> Iterator[dict | BadRecord]:
+    """The rows and bad records of a ``csv.reader`` over ``lines`` (see :func:`read_csv`)."""
     try:
         header = next(reader, None)
     except DamagedFile as exc:
         yield damaged(source, exc, 0)
+        return
+    except _LongCsvLine as exc:
+        yield BadRecord(f"{source}{LINE}1", "LineTooLong", f"CSV header {exc}: the file is not read")
         return
     if header is None:
         return
@@ -416,14 +459,17 @@ def _csv_records(source: str, reader, encoding: str) -> Iterator[dict | BadRecor
         yield bad
         header = [h.encode(encoding, "surrogateescape").decode(encoding, "replace") for h in header]
     while True:
-        src = f"{source}{LINE}{reader.line_num + 1}"
+        src = f"{source}{LINE}{lines.number + 1}"
         try:
             row = next(reader)
         except StopIteration:
             return
         except DamagedFile as exc:
-            yield damaged(source, exc, reader.line_num)
+            yield damaged(source, exc, lines.number)
             return
+        except _LongCsvLine as exc:
+            yield BadRecord(f"{source}{LINE}{lines.number}", "LineTooLong", str(exc))
+            continue
         except csv.Error as exc:
             yield BadRecord(src, "csv.Error", f"malformed CSV record: {exc}")
             continue

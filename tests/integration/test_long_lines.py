@@ -136,3 +136,24 @@ def test_ray_refuses_a_file_too_large_for_one_row_and_reads_the_others(ray_local
     assert [(e["source"], e["op"], e["error_type"]) for e in errors] == [(str(root / "huge.bin"), "read", "FileTooLarge")]
     assert f"more than {MAX_ROW} bytes" in errors[0]["reason"]
     assert (report.rows_in, report.rows_out, report.rows_errored) == (2, 1, 1)
+
+
+def test_a_long_csv_line_is_one_row_error_on_both_engines(engine, tmp_path):
+    """CSV records may span lines, so the limit bounds a line, in characters: a longer one is a row error in its place and
+    the next record starts after it; a header over the limit is its file's one error. Before, a gzip file of one endless
+    line was read whole (Python's csv field limit caught only a long field, after the line was held)."""
+    from tests.sink_output import run_doc
+
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a.csv").write_text("k,n\r\na,1\r\n" + "b," + "9" * 600 + "\r\nb,2\r\n\"c\nc\",3\r\n")
+    (root / "b.csv.gz").write_bytes(gzip.compress(b"k,n\na,4\n" + b"z" * 5_000_000 + b"\nb,5\n"))
+    (root / "c.csv").write_text("h" * 600 + "\na,6\n")
+    doc = {"name": "long-csv", "engine": engine, "source": {"uri": str(root), "format": "csv", "options": {"max_line_bytes": LIMIT}},
+           "steps": [], "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+    report, rows, errors = run_doc(doc)
+    assert sorted((r["__source__"].rsplit("/", 1)[1], r["k"], r["n"]) for r in rows) == [
+        ("a.csv#line=2", "a", "1"), ("a.csv#line=4", "b", "2"), ("a.csv#line=5", "c\nc", "3"), ("b.csv.gz#line=2", "a", "4"), ("b.csv.gz#line=4", "b", "5")]
+    assert sorted((e["source"].rsplit("/", 1)[1], e["error_type"]) for e in errors) == [
+        ("a.csv#line=3", "LineTooLong"), ("b.csv.gz#line=3", "LineTooLong"), ("c.csv#line=1", "LineTooLong")]
+    assert (report.rows_in, report.rows_out, report.rows_errored) == (8, 5, 3)

@@ -249,14 +249,16 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: C
     from connectors.formats.compressed import DamagedFile
     from connectors.registry import open_lines
 
-    first = ""
-    for uri in files:  # the first header that can be read; the read reports a damaged file
+    first, limit = "", max_line_bytes(read.source.options)
+    for uri in files:  # the first header that can be read; the read reports a damaged file, or a header over the line limit
         with open_lines(uri, storage) as f:
             try:
-                first = f.readline().decode(read.source.options.get("encoding", "utf-8"), "replace").removeprefix("\ufeff")
-                break
+                line = f.readline(limit + 2)
             except DamagedFile:
                 continue
+            if len(line.rstrip(b"\r\n")) <= limit:
+                first = line.decode(read.source.options.get("encoding", "utf-8"), "replace").removeprefix("\ufeff")
+                break
     header = next(csv.reader(io.StringIO(first), delimiter=read.source.options.get("delimiter", ",")), [])
     names = [SOURCE, *[h for h in header if h != SOURCE]]
     schema = T.StructType([T.StructField(n, T.StringType()) for n in names])

@@ -223,3 +223,25 @@ def test_a_file_too_large_for_one_row_is_a_row_error_read_no_further(monkeypatch
     (record,) = L.read_text("g.txt", Watched(b"0123456789A" * 1000), {})
     assert record == BadRecord("g.txt", "FileTooLarge", "file of more than 10 bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB); read it with split: line")
     assert reads == [11, 11]  # never the whole file
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(lines=st.lists(st.tuples(st.integers(0, 14), st.sampled_from(["\n", "\r", "\r\n"])), min_size=1, max_size=10),
+       limit=st.integers(1, 12), last_break=st.booleans())
+def test_a_csv_line_longer_than_the_limit_is_one_row_error_and_the_others_keep_their_numbers(lines, limit, last_break):
+    """Lines of one field (no quotes) around the limit, under each line break: a line of more than ``max_line_bytes``
+    characters is a ``LineTooLong`` record in its place (a header one ends the file), the others are records."""
+    from connectors.formats.lines import read_csv
+
+    texts = [("h" if i == 0 else "v") * n or ("h" if i == 0 else "") for i, (n, _) in enumerate(lines)]
+    data = "".join(t + brk for t, (_, brk) in zip(texts, lines))
+    if not last_break:
+        data = data.rstrip("\r\n")
+    got = [(r.source, r.error_type) if isinstance(r, BadRecord) else (r["__source__"], r[texts[0]])
+           for r in read_csv("f", io.BytesIO(data.encode()), {"max_line_bytes": limit})]
+    split = data.encode().splitlines()
+    if len(split[0]) > limit:
+        assert got == [("f#line=1", "LineTooLong")]
+        return
+    want = [(f"f#line={i}", "LineTooLong") if len(t) > limit else (f"f#line={i}", t.decode()) for i, t in enumerate(split[1:], start=2) if t or len(t) > limit]
+    assert got == want
