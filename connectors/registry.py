@@ -328,7 +328,11 @@ def parquet_parts(uri: str, storage_options: dict[str, dict[str, Any]] | None = 
 
 
 def parquet_footers(uris: list[str], storage_options: dict[str, dict[str, Any]] | None = None, cache: dict[str, Any] | None = None) -> list[list[tuple[int, int, int]] | Exception]:
-    """:func:`parquet_parts` of each file, read on threads, or the error its footer gave (an empty, truncated or other file named ``.parquet``: a row error of the read, never a failed run)."""
+    """:func:`parquet_parts` of each file, or the error its footer gave (an empty, truncated or other file named ``.parquet``: a row error of the read, never a failed run).
+
+    Remote footers are read on threads (each a request); local ones one after another, which is faster
+    (2,000 small files: 0.46-0.83 s, on 16 threads 0.96-1.12 s: the parse holds the GIL).
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow as pa
@@ -339,7 +343,7 @@ def parquet_footers(uris: list[str], storage_options: dict[str, dict[str, Any]] 
         except (pa.ArrowException, OSError) as exc:
             return exc
 
-    if len(uris) < 2:
+    if len(uris) < 2 or scheme_of(uris[0]) == "file":
         return [parts(u) for u in uris]
     with ThreadPoolExecutor(min(16, len(uris)), thread_name_prefix="dataflow-footers") as pool:
         return list(pool.map(parts, uris))
