@@ -323,20 +323,23 @@ def read_jsonl(source: str, f: BinaryIO, options: dict[str, Any]) -> Iterator[di
         if isinstance(line, BadRecord):
             yield line
             continue
-        row = jsonl_row(*line, encoding)
+        row = jsonl_row(*line, encoding, int64=True)
         if row is not None:
             yield row
 
 
-def jsonl_row(src: str, raw: bytes, encoding: str = "utf-8") -> dict | BadRecord | None:
-    """The row of one JSONL line (``__source__`` first), a ``BadRecord`` naming why it is not one, or None for a blank line."""
+def jsonl_row(src: str, raw: bytes, encoding: str = "utf-8", int64: bool = False) -> dict | BadRecord | None:
+    """The row of one JSONL line (``__source__`` first), a ``BadRecord`` naming why it is not one, or None for a blank line.
+
+    ``int64``: an integer out of the 64-bit range is a row error (an untyped read: no column holds one; a declared type checks its own).
+    """
     text = _decode(src, raw, encoding)
     if isinstance(text, BadRecord):
         return text
     if not text.strip():
         return None
     try:
-        value = loads(text, raw if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else None)
+        value = loads(text, raw if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else None, int64)
     except json.JSONDecodeError as exc:
         return BadRecord(src, "JSONDecodeError", f"invalid JSON: {exc.msg} at column {exc.colno}")
     if not isinstance(value, dict):
@@ -348,7 +351,7 @@ _DIGIT = bytes.maketrans(b"0123456789", b"0" * 10)
 _LONG_NUMBER = b"0" * 19  # 19 digits in a row: an integer that may not fit 64 bits (orjson reads it as a float), or a long mantissa
 
 
-def loads(text: str, raw: bytes | None = None) -> Any:
+def loads(text: str, raw: bytes | None = None, int64: bool = False) -> Any:
     """``json.loads(text)`` (``raw``: its UTF-8 bytes, if so): the same value and the same error, in under half the time where orjson reads it the same.
 
     orjson refuses what ``json`` takes beyond the standard (NaN, Infinity, a number out of a
@@ -356,14 +359,33 @@ def loads(text: str, raw: bytes | None = None) -> Any:
     an integer past 64 bits as a float), are read by ``json``, as is every line orjson calls bad,
     so a bad line's message is ``json``'s. A text nested too deep is a ``JSONDecodeError``, never
     Python's ``RecursionError``: deeper than 1,024 levels where orjson reads it (its limit), than
-    ``nesting.MAX_DEPTH`` (Spark's, 1,000) where ``json`` does.
+    ``nesting.MAX_DEPTH`` (Spark's, 1,000) where ``json`` does. ``int64``: an integer out of the
+    64-bit range is a ``JSONDecodeError`` (only ``json`` reads one: it has 19 digits or more).
     """
     if raw is not None and _LONG_NUMBER not in raw.translate(_DIGIT):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
-    return json_loads(text)
+    value = json_loads(text)
+    if int64 and (wide := _wide_int(value)) is not None:
+        raise json.JSONDecodeError(f"an integer of {len(str(abs(wide)))} digits is out of the 64-bit range", text, 0)
+    return value
+
+
+def _wide_int(value: Any) -> int | None:
+    """An integer in ``value`` (a parsed JSON value, walked without recursion) out of the 64-bit range, or None."""
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if type(item) is int:
+            if not -(1 << 63) <= item < 1 << 63:
+                return item
+        elif isinstance(item, dict):
+            todo += item.values()
+        elif isinstance(item, list):
+            todo += item
+    return None
 
 
 def _row(src: str, values: dict[str, Any]) -> dict[str, Any]:
