@@ -1,6 +1,7 @@
 """How deep a JSON text nests: Spark's JSON parser (Jackson's default) refuses a text nested deeper than
-``MAX_DEPTH`` levels, the top object counted, and dataflow's JSON readers and ``table.parse_json`` on Ray
-refuse the same texts (Python's parser failed the run on one: ``RecursionError``).
+``MAX_DEPTH`` levels, the top object counted; where dataflow parses JSON in Python (Ray's untyped reads,
+``table.parse_json``, Spark's schema inference) it refuses the same texts, where Python's parser failed the
+run on one (``RecursionError``). Arrow and DuckDB read any depth (Ray's typed reads: README).
 """
 from __future__ import annotations
 
