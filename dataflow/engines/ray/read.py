@@ -82,10 +82,10 @@ def _path_of(uri: str) -> str:
 class FetchFiles:
     """Read whole files: ``{uri, info}`` items in, ``{path, bytes}`` out (the shape of ``read_binary_files``).
 
-    A file of more than ``MAX_ROW`` bytes (more than an Arrow or Parquet value holds) is a
-    ``FileTooLarge`` read error: never fetched where its size is known without a request (a local
-    file, a listing entry the cache passes), else once fetched (no ranged read: S3 refuses one of an
-    empty object).
+    A file gone (or closed to this process) since it was listed is a read error of its own. A file
+    of more than ``MAX_ROW`` bytes (more than an Arrow or Parquet value holds) is a ``FileTooLarge``
+    read error: never fetched where its size is known without a request (a local file, a listing
+    entry the cache passes), else once fetched (no ranged read: S3 refuses one of an empty object).
     """
 
     def __init__(self, source_uri: str, storage_options: dict, cache: CacheSettings | None, side: SideOutputs):
@@ -102,11 +102,15 @@ class FetchFiles:
         kept, data, errors = [], [], []
         for uri, info in zip(uris, batch["info"]):
             path, entry = strip_scheme(uri), json.loads(info) if info else {}
-            size = entry["size"] if "size" in entry else fs.size(path) if local else None
-            got = None
-            if size is None or size <= MAX_ROW:
-                got = fs.cat_file(path, info=entry) if before is not None and entry else fs.cat_file(path)
-                count_bytes_read(len(got))
+            try:
+                size = entry["size"] if "size" in entry else fs.size(path) if local else None
+                got = None
+                if size is None or size <= MAX_ROW:
+                    got = fs.cat_file(path, info=entry) if before is not None and entry else fs.cat_file(path)
+                    count_bytes_read(len(got))
+            except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:  # gone or closed since it was listed
+                errors.append(ErrorRecord(uri, "read", type(exc).__name__, f"listed, then not readable: {exc.strerror or exc}"))
+                continue
             if got is None or len(got) > MAX_ROW:
                 errors.append(ErrorRecord(uri, "read", "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB)"))
                 continue
