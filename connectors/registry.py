@@ -350,9 +350,11 @@ def parquet_footers(uris: list[str], storage_options: dict[str, dict[str, Any]] 
 
 
 def unreadable_parquet(uri: str, exc: Exception):
-    """The read's row error of a Parquet file whose footer cannot be read (``parquet_footers``)."""
-    from connectors.formats import BadRecord
+    """The read's row error of a Parquet file whose footer (or a row group) cannot be read (``parquet_footers``), or that is gone since it was listed."""
+    from connectors.formats import GONE, BadRecord, gone
 
+    if isinstance(exc, GONE):
+        return gone(uri, exc)
     return BadRecord(uri, type(exc).__name__, f"not a readable Parquet file: {exc}")
 
 

@@ -29,7 +29,7 @@ from dataflow.runtime.progress import Progress, Shard
 from dataflow.runtime.shards import ShardCutter, ShardFeed, shard_size
 from dataflow.runtime.report import RunReport, budget_problem, cache_report, run_report, top_reasons
 from dataflow.runtime.scratch import check_scratch, disk_error_hint, is_disk_error
-from dataflow.runtime.failure import failure_text, unreadable_input
+from dataflow.runtime.failure import failure_text, unreadable_input, vanished_input
 from dataflow.runtime.settings import RunSettings, usable_settings
 from dataflow.runtime.stage import StepStats
 from dataflow.runtime.stats import CONSERVES, FANS_OUT, RESHAPES, Counted, SideOutputs, balance_problems, read_stats
@@ -175,7 +175,10 @@ def run_pipeline(
     except Exception as exc:
         text = failure_text(exc)[:500]
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
-        if (unreadable := unreadable_input(text)) is not None:
+        if (vanished := vanished_input(text)) is not None:
+            hint = (f"input file {vanished} was listed, then gone when Spark read it (a file gone before is a row error); "
+                    f"restore it, or run again over the input as it is now")
+        elif (unreadable := unreadable_input(text)) is not None:
             hint = (f"input file {unreadable} could not be read: Spark reads file contents natively and stops at a corrupt one (an unreadable "
                     f"Parquet footer is a row error, checked first); repair or remove the file, or run on Ray, where it is a row error")
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["BadRecord", "WrittenFile"]
+__all__ = ["GONE", "BadRecord", "WrittenFile", "gone"]
+
+GONE = (FileNotFoundError, PermissionError, IsADirectoryError)  # a listed file removed, closed to this process or made a folder since
 
 
 class BadRecord(NamedTuple):
@@ -25,3 +27,8 @@ class WrittenFile(NamedTuple):
     path: str
     rows: int
     bytes: int
+
+
+def gone(source: str, exc: OSError) -> BadRecord:
+    """The read error of a file listed, then not readable (``GONE``): one record, and the run goes on."""
+    return BadRecord(source, type(exc).__name__, f"listed, then not readable: {exc.strerror or exc}")

@@ -5,7 +5,7 @@ one query with the aggregation's partial states (``fused_stage``), each read tas
 scan its files inside that query, all in one (``FusedAggregate.run_files``; where that fails, in
 parts, down to single files: ``scanned_parts``): no Arrow table of the lines is built. A file it
 cannot take (bz2 or xz, a damaged gzip or zstd file, another encoding, a line that does not start
-with ``{``, a CR, a value of another kind, a bad line) is read as before, by ``ReadStream`` into Arrow blocks and
+with ``{``, a CR, a value of another kind, a bad line, a file gone since it was listed) is read as before, by ``ReadStream`` into Arrow blocks and
 ``FusedStageFn`` on each; its row errors are the same. Both give the same states and counters.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Callable, Iterator, TypeVar
 
 import pyarrow as pa
 
+from connectors.formats import GONE
 from dataflow.batch import Columns, to_arrow
 from dataflow.engines.ray.fused_stage import FusedStageFn
 from dataflow.engines.ray.read import READ_STEP, ReadStream
@@ -63,10 +64,14 @@ class ReadFusedStage:
         if self.stage.fused().scans(self.schema):  # else no file is read for it: the query cannot take one
             max_line = max_line_bytes(self.read.options)  # a longer line is a row error of the Arrow way
             for path in paths:
-                n = object_lines(path, cr=False, max_line=max_line) if duckdb_reads(path) else None  # a compressed file is decompressed whole for it
+                try:
+                    n = object_lines(path, cr=False, max_line=max_line) if duckdb_reads(path) else None  # a compressed file is decompressed whole for it
+                    size = os.path.getsize(path) if n else 0
+                except GONE:  # gone since it was listed: the Arrow way records it
+                    continue
                 if n:
-                    lines[path], sizes[path] = n, os.path.getsize(path)
-                    weights[path] = sizes[path] * (1 if codec_of(path) is None else INFLATION)  # towards QUERY_BYTES
+                    lines[path], sizes[path] = n, size
+                    weights[path] = size * (1 if codec_of(path) is None else INFLATION)  # towards QUERY_BYTES
         read, steps, partial, scanned = StepStats(), {}, StepStats(), set()
         for files, done in (part for group in query_groups(lines, weights) for part in scanned_parts(group, self._scan)):
             states, stats, part = done

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import pyarrow as pa
 
+from connectors.formats import GONE, BadRecord, gone
 from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.runtime.report import CACHE_COUNTERS_DIR
 from dataflow.batch import Columns, from_rows
@@ -72,6 +73,17 @@ def record_cache(side: SideOutputs, name: str, key: str, before: dict[str, int] 
         f.write(json.dumps(delta).encode("utf-8"))
 
 
+def _read_error(bad: BadRecord) -> ErrorRecord:
+    return ErrorRecord(bad.source, "read", bad.error_type, bad.reason)
+
+
+def _lineage_name(uri: str) -> str:
+    """A line's file as the whole-file readers name it: a plain path for local files."""
+    from connectors.registry import scheme_of, strip_scheme
+
+    return strip_scheme(uri) if scheme_of(uri) == "file" else uri
+
+
 def _path_of(uri: str) -> str:
     """The ``path`` the row adapter turns back into the URI (it prefixes ``scheme://``)."""
     from connectors.registry import scheme_of, strip_scheme
@@ -108,8 +120,8 @@ class FetchFiles:
                 if size is None or size <= MAX_ROW:
                     got = fs.cat_file(path, info=entry) if before is not None and entry else fs.cat_file(path)
                     count_bytes_read(len(got))
-            except (FileNotFoundError, PermissionError, IsADirectoryError) as exc:  # gone or closed since it was listed
-                errors.append(ErrorRecord(uri, "read", type(exc).__name__, f"listed, then not readable: {exc.strerror or exc}"))
+            except GONE as exc:
+                errors.append(_read_error(gone(uri, exc)))
                 continue
             if got is None or len(got) > MAX_ROW:
                 errors.append(ErrorRecord(uri, "read", "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB)"))
@@ -166,7 +178,7 @@ class ReadStream:
 
     def _records(self, uri: str, f):
         from connectors.formats.lines import read_text_blocks
-        from connectors.registry import decompressed, line_reader, scheme_of, strip_scheme, typed_jsonl_reader, webdataset_reader
+        from connectors.registry import decompressed, line_reader, typed_jsonl_reader, webdataset_reader
 
         if self.fmt == "webdataset":
             yield from webdataset_reader()(uri, f, self.options)
@@ -177,11 +189,10 @@ class ReadStream:
             read = typed_jsonl_reader(blocks=utf8)
         else:
             read = read_text_blocks if utf8 and self.fmt == "text" and self.options.get("split") == "line" else line_reader(self.fmt)
-        with decompressed(f, uri) as lines:  # lineage as the whole-file readers name it: a plain path for local files
-            yield from read(strip_scheme(uri) if scheme_of(uri) == "file" else uri, lines, self.options)
+        with decompressed(f, uri) as lines:
+            yield from read(_lineage_name(uri), lines, self.options)
 
     def __call__(self, batch: Columns) -> Iterator[Columns]:
-        from connectors.formats import BadRecord
         from connectors.registry import cache_counters, count_bytes_read, filesystem, io_counters, strip_scheme
 
         fs = filesystem(self.source_uri, self.storage_options, self.cache)
@@ -191,31 +202,34 @@ class ReadStream:
         st, rows, errors = StepStats(), [], []
         for uri, info in zip(uris, batch["info"]):
             kwargs = {"info": json.loads(info)} if before is not None and info else {}
-            with fs.open(strip_scheme(uri), "rb", **kwargs) as f:
-                for rec in self._records(uri, f):
-                    if isinstance(rec, BadRecord):
-                        errors.append(ErrorRecord(rec.source, "read", rec.error_type, rec.reason))
-                        continue
-                    if isinstance(rec, pa.Table):  # a block of text lines, already columns
-                        span.pause()
-                        if rows:
+            try:
+                with fs.open(strip_scheme(uri), "rb", **kwargs) as f:
+                    for rec in self._records(uri, f):
+                        if isinstance(rec, BadRecord):
+                            errors.append(_read_error(rec))
+                            continue
+                        if isinstance(rec, pa.Table):  # a block of text lines, already columns
+                            span.pause()
+                            if rows:
+                                yield rows_block(rows)
+                            yield rec
+                            span.resume()
+                            st.rows_out, rows = st.rows_out + len(rows) + rec.num_rows, []
+                            continue
+                        # One search over the keys first: a third of the cost of looking at each key (most rows have none)
+                        if "__df_" in "\0".join(rec) and (reason := _refused(rec)) is not None:
+                            errors.append(ErrorRecord(rec[SOURCE], "read", "ValueError", reason))
+                            continue
+                        rows.append(rec)
+                        if len(rows) >= per_batch:
+                            st.rows_out += len(rows)
+                            span.pause()
                             yield rows_block(rows)
-                        yield rec
-                        span.resume()
-                        st.rows_out, rows = st.rows_out + len(rows) + rec.num_rows, []
-                        continue
-                    # One search over the keys first: a third of the cost of looking at each key (most rows have none)
-                    if "__df_" in "\0".join(rec) and (reason := _refused(rec)) is not None:
-                        errors.append(ErrorRecord(rec[SOURCE], "read", "ValueError", reason))
-                        continue
-                    rows.append(rec)
-                    if len(rows) >= per_batch:
-                        st.rows_out += len(rows)
-                        span.pause()
-                        yield rows_block(rows)
-                        span.resume()
-                        rows = []
-                count_bytes_read(f.tell())
+                            span.resume()
+                            rows = []
+                    count_bytes_read(f.tell())
+            except GONE as exc:  # gone (or closed) since it was listed: the rows read before stay
+                errors.append(_read_error(gone(_lineage_name(uri), exc)))
         span.pause()
         if rows:
             st.rows_out += len(rows)

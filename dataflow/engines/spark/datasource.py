@@ -22,6 +22,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from connectors.formats import GONE, gone
 from dataflow.columns import SOURCE
 from dataflow.lineage import LINE, ROW
 
@@ -77,18 +78,20 @@ class _Reader(DataSourceReader):
         kind = self.job["kind"]
         fs = filesystem(uri, self.job["storage_options"], self.job.get("cache"))
         before, io_before = cache_counters(fs), io_counters()
-        if kind == "parquet":
-            yield from self._parquet(uri)
-            self._counters(uri, fs, before, io_before)
-            return
-        with fs.open(strip_scheme(uri), "rb") as raw, decompressed(raw, uri) as f:
-            if kind == "whole":
-                yield from self._whole(uri, index, f)
-            elif kind == "lines":
-                yield from self._text(uri, index, f, "line")
+        try:
+            if kind == "parquet":
+                yield from self._parquet(uri)
             else:
-                yield from self._csv(uri, f)
-            count_bytes_read(raw.tell())
+                with fs.open(strip_scheme(uri), "rb") as raw, decompressed(raw, uri) as f:
+                    if kind == "whole":
+                        yield from self._whole(uri, index, f)
+                    elif kind == "lines":
+                        yield from self._text(uri, index, f, "line")
+                    else:
+                        yield from self._csv(uri, f)
+                    count_bytes_read(raw.tell())
+        except GONE as exc:  # gone (or closed) since it was listed: the rows read before stay
+            self._errors(uri, [gone(uri, exc)])
         self._counters(uri, fs, before, io_before)
 
     def _counters(self, uri: str, fs, before: dict | None, io_before: dict) -> None:

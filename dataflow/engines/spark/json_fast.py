@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from connectors.formats import GONE
 from connectors.formats.aligned import object_lines
 from connectors.formats.compressed import INFLATION, codec_of, read_by_name
 from connectors.formats.lines import max_line_bytes
@@ -79,7 +80,7 @@ def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
         return frozenset()
     readable = [f for f in files if spark_reads(f)]
     paths = [strip_scheme(f) for f in readable]
-    check = functools.partial(object_lines, max_line=max_line_bytes(read.source.options))
+    check = functools.partial(_object_lines, max_line=max_line_bytes(read.source.options))
     if _small(paths):
         lines = [check(p) for p in paths]
     else:
@@ -88,13 +89,24 @@ def aligned(read: SparkRead, files: list[str], spark) -> frozenset[str]:
     return frozenset(f for f, n in zip(readable, lines) if n is not None)
 
 
+def _object_lines(path: str, max_line: int) -> int | None:
+    """``object_lines``, None for a file gone since it was listed (the exact path records it)."""
+    try:
+        return object_lines(path, max_line=max_line)
+    except GONE:
+        return None
+
+
 def _small(paths: list[str]) -> bool:
     """Whether ``paths`` are few and small enough for the driver to read (a stat each, up to the first past the limit)."""
     if len(paths) > DRIVER_CHECK_FILES:
         return False
     total = 0
     for p in paths:
-        total += os.path.getsize(p) * (1 if codec_of(p) is None else _COMPRESSED_COST)
+        try:
+            total += os.path.getsize(p) * (1 if codec_of(p) is None else _COMPRESSED_COST)
+        except GONE:
+            continue  # gone since it was listed: the check refuses it
         if total > DRIVER_CHECK_BYTES:
             return False
     return True

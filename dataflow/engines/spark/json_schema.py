@@ -101,6 +101,7 @@ def sample_lines(files: list[str], storage: dict, max_line: int = MAX_LINE) -> l
     passed over): the sample a JSON schema is inferred from. ``source.options.schema`` declares it instead.
     A line longer than ``max_line`` bytes (the source's ``max_line_bytes``, a row error of the read) is
     counted, never read: the driver holds at most that much of one."""
+    from connectors.formats import GONE
     from connectors.formats.compressed import DamagedFile
     from connectors.formats.lines import LongLine, line_blocks
     from connectors.registry import open_lines
@@ -111,14 +112,17 @@ def sample_lines(files: list[str], storage: dict, max_line: int = MAX_LINE) -> l
         if sampled == _SAMPLE_FILES:
             break
         before, seen = len(out), 0
-        with open_lines(uri, storage) as f:
-            for block in line_blocks(f, _SAMPLE_BLOCK, max_line):
-                if isinstance(block, DamagedFile):
-                    break  # the sample is what could be read; the read reports the damage
-                lines = [] if isinstance(block, LongLine) else block.splitlines()
-                out += [raw.decode("utf-8", "replace") for raw in lines[: _SAMPLE_LINES - seen]]
-                seen += max(len(lines), 1)
-                if seen >= _SAMPLE_LINES:
-                    break
+        try:
+            with open_lines(uri, storage) as f:
+                for block in line_blocks(f, _SAMPLE_BLOCK, max_line):
+                    if isinstance(block, DamagedFile):
+                        break  # the sample is what could be read; the read reports the damage
+                    lines = [] if isinstance(block, LongLine) else block.splitlines()
+                    out += [raw.decode("utf-8", "replace") for raw in lines[: _SAMPLE_LINES - seen]]
+                    seen += max(len(lines), 1)
+                    if seen >= _SAMPLE_LINES:
+                        break
+        except GONE:  # gone since it was listed: the read reports it
+            pass
         sampled += len(out) > before
     return out

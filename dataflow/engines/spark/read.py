@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from connectors.formats import GONE
 from connectors.formats.lines import max_line_bytes
 from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.engines.spark.columns import col, sql_literal, sql_name
@@ -113,16 +114,27 @@ def _native_split(spark, read: SparkRead, files: list[str], storage: dict, limit
     """Split ``files`` into (read as bytes by Spark, read by the Python data source).
 
     Spark reads a file's bytes whole, as one value (copied a few times while split into lines): only
-    plain UTF-8 files of at most ``limit`` bytes are; the Python data source streams the others.
+    plain UTF-8 files of at most ``limit`` bytes are; the Python data source streams the others
+    (and records a file gone since it was listed).
     """
-    from connectors.registry import filesystem, strip_scheme
+    from connectors.registry import filesystem
 
     if not (_native(spark, read) and _utf8(read)):
         return [], files
     plain, _ = _compressed(files)
     fs = filesystem(plain[0], storage) if plain else None
-    small = {f for f in plain if fs.size(strip_scheme(f)) <= limit}
+    small = {f for f in plain if 0 <= _size(fs, f) <= limit}
     return [f for f in plain if f in small], [f for f in files if f not in small]
+
+
+def _size(fs, uri: str) -> int:
+    """The file's size; -1 where it is gone since it was listed (the Python data source records that)."""
+    from connectors.registry import strip_scheme
+
+    try:
+        return fs.size(strip_scheme(uri))
+    except GONE:
+        return -1
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -250,15 +262,15 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: C
     from connectors.registry import open_lines
 
     first, limit = "", max_line_bytes(read.source.options)
-    for uri in files:  # the first header that can be read; the read reports a damaged file, or a header over the line limit
-        with open_lines(uri, storage) as f:
-            try:
+    for uri in files:  # the first header that can be read; the read reports a damaged or gone file, or a header over the line limit
+        try:
+            with open_lines(uri, storage) as f:
                 line = f.readline(limit + 2)
-            except DamagedFile:
-                continue
-            if len(line.rstrip(b"\r\n")) <= limit:
-                first = line.decode(read.source.options.get("encoding", "utf-8"), "replace").removeprefix("\ufeff")
-                break
+        except (DamagedFile, *GONE):
+            continue
+        if len(line.rstrip(b"\r\n")) <= limit:
+            first = line.decode(read.source.options.get("encoding", "utf-8"), "replace").removeprefix("\ufeff")
+            break
     header = next(csv.reader(io.StringIO(first), delimiter=read.source.options.get("delimiter", ",")), [])
     names = [SOURCE, *[h for h in header if h != SOURCE]]
     schema = T.StructType([T.StructField(n, T.StringType()) for n in names])

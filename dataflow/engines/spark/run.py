@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark import StorageLevel
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
@@ -150,9 +151,12 @@ class _Builder:
         mark = self.frames.mark()
         with ThreadPoolExecutor(max_workers=1) as pool:
             checked = pool.submit(aligned, read, files, spark)
-            df = self._chain(*args, fast=readable)
+            try:
+                df = self._chain(*args, fast=readable)
+            except AnalysisException:  # a file gone since it was listed: the check leaves it to the exact path, which records it
+                df = None
             fast = checked.result()
-        if fast != readable:
+        if df is None or fast != readable:
             self.frames.undo(mark)
             df = self._chain(*args, fast=fast)
         self.frames.one_task_per_file |= bool(fast)
