@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataflow.columns import SOURCE
+from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.runtime.stage import StepCall, StepStats
 
 if TYPE_CHECKING:
@@ -130,17 +131,21 @@ class FusedAggregate:
         from dataflow.ops.table import duck
 
         names, sql = list(empty.column_names), duck.TABLE
+
+        def kinds() -> dict[str, str]:  # of the columns so far (``coercion``)
+            return arrow_kinds(duck.query(empty, f"SELECT * FROM {sql}").schema)
+
         try:
             for call, keep in zip(self.calls, self.keeps):
                 p = call.params
                 if call.op.name == "table.filter_rows":
                     from dataflow.ops.table.sql import duckdb_sql, parse
 
-                    sql = f"(SELECT * FROM {sql} WHERE (({duckdb_sql(parse(p.where), p.vars)}) IS TRUE))"
+                    sql = f"(SELECT * FROM {sql} WHERE (({duckdb_sql(parse(p.where), p.vars, kinds=kinds())}) IS TRUE))"
                 elif call.op.name == "table.with_columns":
                     from dataflow.ops.table.json_tuple import HIDDEN, duckdb_columns
 
-                    columns = duckdb_columns(p.columns, p.vars)
+                    columns = duckdb_columns(p.columns, p.vars, kinds())
                     inner, after = duck.with_columns_sql(names, columns, sql)
                     computed = duck.query(empty, f"SELECT {', '.join(duck.quoted(n) for n in columns)} FROM ({inner})")
                     if any(_has_float(f.type) for f in computed.schema):
@@ -156,7 +161,7 @@ class FusedAggregate:
                     sql = f"(SELECT {', '.join(duck.quoted(n) for n in names)} FROM {sql})"
             self._keeps_source[empty.schema] = SOURCE in names
             extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in names else {}
-            sql = duck.aggregate_sql(self.keys, {**self.split.partial, **extra, _ROWS: "count(*)"}, sql)
+            sql = duck.aggregate_sql(self.keys, {**self.split.for_kinds(kinds()).partial, **extra, _ROWS: "count(*)"}, sql)
             duck.query(empty, sql)  # binds: a missing column or a type error shows here, once
         except (duckdb.Error, ValueError, KeyError):
             return None

@@ -107,14 +107,19 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("size(array(1, 2, 3))", 3, 3), ("array_max(arr)", 30, N), ("sort_array(arr, false)", [30, 20, 10], N),
     ("transform(arr, x -> x * 2)", [20, 40, 60], N), ("filter(arr, x -> x > 15)", [20, 30], N), ("exists(arr, x -> x > 25)", True, N),
     ("map('a', i)['a']", 7, N), ("element_at(map('a', 1), 'b')", N, N), ("named_struct('x', i).x", 7, N),
+    # a string column beside a number: cast as Spark casts it (BIGINT beside an integer, else DOUBLE; a DOUBLE in a
+    # comparison), NULL where it is no number
+    ("n > 40", True, N), ("n + 1", 43, N), ("n = 42.0", True, N), ("n / 4", 10.5, N), ("n BETWEEN 40 AND 50", True, N),
+    ("n IN (41, 42)", True, N), ("i < n", True, N), ("abs(f)", 350.0, N), ("-n", -42.0, N), ("f > 300", True, N), ("f = 350", True, N),
+    ("f + 1", N, N), ("f + 1.0", 351.0, N), ("bad > 1", N, N), ("bad + 1", N, N), ("n * 2 - i", 77, N), ("round(n / 8, 1)", 5.3, N),
 ]
 
 GROUPED = [
-    {"g": "a", "v": 1, "x": 0, "y": 1.0, "s": "p"}, {"g": "a", "v": 2, "x": 1, "y": 3.0, "s": "q"},
-    {"g": "a", "v": None, "x": 2, "y": 5.0, "s": "p"}, {"g": "b", "v": 4, "x": 0, "y": 2.0, "s": None},
-    {"g": "b", "v": 4, "x": 1, "y": 2.0, "s": "r"},
+    {"g": "a", "v": 1, "x": 0, "y": 1.0, "s": "p", "t": "1"}, {"g": "a", "v": 2, "x": 1, "y": 3.0, "s": "q", "t": "2.5"},
+    {"g": "a", "v": None, "x": 2, "y": 5.0, "s": "p", "t": "x"}, {"g": "b", "v": 4, "x": 0, "y": 2.0, "s": None, "t": "4"},
+    {"g": "b", "v": 4, "x": 1, "y": 2.0, "s": "r", "t": None},
 ]
-GROUPED_SCHEMA = pa.schema([("g", pa.string()), ("v", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("s", pa.string())])
+GROUPED_SCHEMA = pa.schema([("g", pa.string()), ("v", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("s", pa.string()), ("t", pa.string())])
 #: (Spark SQL aggregation, value for group a, value for group b).
 AGGREGATES: list[tuple[str, Any, Any]] = [
     ("count(*)", 3, 2), ("count(v)", 2, 2), ("count(DISTINCT v)", 2, 1), ("count(DISTINCT s)", 2, 1), ("sum(v)", 3, 8),
@@ -124,6 +129,10 @@ AGGREGATES: list[tuple[str, Any, Any]] = [
     ("sort_array(collect_set(s))", ["p", "q"], ["r"]), ("sum(v) / count(*)", 1.0, 4.0), ("max(y) - min(y)", 4.0, 0.0),
     ("bool_and(y > 0)", True, True), ("count_if(y > 2)", 2, 0), ("covar_samp(y, x)", 2.0, 0.0), ("avg(y * 2)", 6.0, 4.0),
     ("approx_count_distinct(s)", 2, 1), ("sum(v) FILTER (WHERE x > 0)", 2, 4), ("max(v) + 1", 3, 5),
+    ("count_if(v > NULL)", 0, 0), ("count_if(v > 3) FILTER (WHERE x > 0)", 0, 1),
+    # t holds numbers as text (a CSV field): cast as Spark casts it, NULL where it is no number
+    ("sum(t)", 3.5, 4.0), ("avg(t)", 1.75, 4.0), ("mean(t)", 1.75, 4.0), ("percentile_approx(t, 0.5)", 1.0, 4.0), ("count_if(t > 1)", 1, 1),
+    ("count_if(t >= 1.5)", 1, 1), ("max(t)", "x", "4"), ("sum(t * 2)", 2, 8),
 ]
 
 #: (a JSON string, the json_tuple(js, 'a', 'b', 'c') values Spark gives).

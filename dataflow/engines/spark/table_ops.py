@@ -21,6 +21,7 @@ from dataflow.columns import SOURCE
 from dataflow.engines.spark.columns import col, sql_literal, sql_name
 from dataflow.engines.spark.compile import SparkStep
 from dataflow.lineage import MATCH, WINDOW
+from dataflow.ops.table.coercion import kind_of_type, may_coerce
 from dataflow.ops.table.dedup import dedup_keys
 from dataflow.ops.table.join import RIGHT_SOURCE, right_renames
 from dataflow.ops.table.json_tuple import HIDDEN, entries, is_json_tuple, json_tuple_args
@@ -78,6 +79,11 @@ class Checked:
         return (F.col(self.typed_by) if self.typed_by else F.expr(f"CASE {etype} END")), F.expr(f"CASE {reason} END")
 
 
+def _kinds(df: DataFrame, tree) -> dict[str, str] | None:
+    """The kinds of ``df``'s columns where ``tree`` may need Spark's implicit casts made forgiving (``coercion``); None where not (no schema lookup)."""
+    return {n: k for n, t in df.dtypes if (k := kind_of_type(t))} if may_coerce(tree) else None
+
+
 def _vars(step: SparkStep) -> dict[str, Any]:
     return getattr(step.params, "vars", None) or {}
 
@@ -88,7 +94,8 @@ def _select(df: DataFrame, step: SparkStep, named) -> DataFrame:
 
 
 def _filter_rows(df: DataFrame, step: SparkStep, named) -> DataFrame:
-    return df.where(F.expr(spark_sql(parse(step.params.where), _vars(step))))
+    tree = parse(step.params.where)
+    return df.where(F.expr(spark_sql(tree, _vars(step), kinds=_kinds(df, tree))))
 
 
 def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
@@ -99,7 +106,7 @@ def _with_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
         if columns_of(tree) & batch.keys():
             df, batch = df.withColumns(batch), {}
         if not is_json_tuple(tree):
-            batch[names[0]] = F.expr(spark_sql(tree, _vars(step)))
+            batch[names[0]] = F.expr(spark_sql(tree, _vars(step), kinds=_kinds(df, tree)))
             continue
         # json_tuple as one from_json of its fields as strings (the same values, a third less time
         # than the generator), parsed once into a temporary column, then set in place like the others
@@ -184,7 +191,7 @@ def _dedup(df: DataFrame, step: SparkStep, named) -> DataFrame:
 
 
 def _grouped(df: DataFrame, keys: list[str], aggregations: dict[str, Any], params: dict, default_x: str | None = None) -> DataFrame:
-    aggs = [F.expr(spark_sql(tree, params, default_x)).alias(name) for name, tree in aggregations.items()]
+    aggs = [F.expr(spark_sql(tree, params, default_x, kinds=_kinds(df, tree))).alias(name) for name, tree in aggregations.items()]
     if SOURCE in df.columns:
         aggs.append(F.min(col(SOURCE)).alias(SOURCE))
     return df.groupBy(*[col(k) for k in keys]).agg(*aggs)
@@ -233,7 +240,7 @@ def _window_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
         tree = parse_window(text)
         part, order = window_spec(list(p.keys or []), p.order_by, SOURCE in df.columns, isinstance(tree, ORDERED_WINDOW))
         window = Window.partitionBy(*[col(k) for k in part]).orderBy(*[col(c).asc_nulls_first() for c in order])
-        columns[name] = F.expr(spark_sql(tree, _vars(step))).over(window if order else Window.partitionBy(*[col(k) for k in part]))
+        columns[name] = F.expr(spark_sql(tree, _vars(step), kinds=_kinds(df, tree))).over(window if order else Window.partitionBy(*[col(k) for k in part]))
     return df.withColumns(columns)
 
 

@@ -99,6 +99,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         exact = _as(exp.Round(this=decimal, decimals=digits.copy()), "DOUBLE")
         floating = exp.In(this=_fn("typeof", x.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
         return exp.Case(ifs=[exp.If(this=floating, true=exp.Coalesce(this=exact, expressions=[node]))], default=node.copy())
+    if isinstance(node, exp.CountIf):  # Spark: 0 where no condition is true (DuckDB's count_if: NULL when all are NULL)
+        return exp.Count(this=exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))]))
     if isinstance(node, exp.ApproxQuantile):  # Spark's answer where it is exact (n below its accuracy): rank ceil(p * n)
         return _fn("quantile_disc", node.this, node.args["quantile"])
     if isinstance(node, (exp.RegrSlope, exp.RegrIntercept, exp.Corr)):  # NaN where Spark gives NULL (x constant, one point)

@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from dataflow.ops.declare import op
 from dataflow.ops.table import duck
+from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.ops.table.sql import duckdb_sql, parse
 from dataflow.ops.table.sql_params import Expr
 
@@ -22,4 +23,4 @@ def filter_rows(batch: pa.Table, *, where: Expr, vars: dict[str, Any] | None = N
         where: A Spark SQL boolean expression over the columns (see ``dataflow.ops.table.sql``).
         vars: Values for the ``:name`` markers in ``where`` (thresholds you want to --set), bound as literals.
     """
-    return duck.keep_mask(batch, duckdb_sql(parse(where), vars))
+    return duck.keep_mask(batch, duckdb_sql(parse(where), vars, kinds=arrow_kinds(batch.schema)))

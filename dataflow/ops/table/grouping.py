@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from dataflow.columns import SOURCE
 from dataflow.ops.table import duck
+from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.ops.table.sql import duckdb_sql
 
 __all__ = ["aggregate_table", "column", "group_ids"]
@@ -62,6 +63,7 @@ def aggregate_table(
         params: Values for ``:var`` markers in aggregation arguments.
         default_x: The x column of ``slope(y)``.
     """
-    sqls = {name: duckdb_sql(tree, params, default_x) for name, tree in aggregations.items()}
+    kinds = arrow_kinds(table.schema)
+    sqls = {name: duckdb_sql(tree, params, default_x, kinds) for name, tree in aggregations.items()}
     extra = {SOURCE: f'min("{SOURCE}")'} if SOURCE in table.column_names else {}
     return duck.aggregate(table, keys, sqls, extra)

@@ -77,15 +77,15 @@ def entries(columns: dict[str, str]) -> list[tuple[tuple[str, ...], exp.Expressi
 HIDDEN = "__df_json_tuple__"
 
 
-def duckdb_columns(columns: dict[str, str], params: dict[str, Any] | None) -> dict[str, str]:
+def duckdb_columns(columns: dict[str, str], params: dict[str, Any] | None, kinds: dict[str, str] | None = None) -> dict[str, str]:
     """Each column set by the entries -> its DuckDB expression; a json_tuple parses its JSON once,
-    into a hidden list column (``HIDDEN``) its columns index."""
+    into a hidden list column (``HIDDEN``) its columns index. ``kinds``: the input columns' (``coercion``)."""
     out: dict[str, str] = {}
     for k, (names, tree) in enumerate(entries(columns)):
         if not is_json_tuple(tree):
-            out[names[0]] = duckdb_sql(tree, params)
+            out[names[0]] = duckdb_sql(tree, params, kinds=kinds)
             continue
-        js = duckdb_sql(tree.expressions[0], params)
+        js = duckdb_sql(tree.expressions[0], params, kinds=kinds)
         paths = ", ".join("'" + ('$."' + f.name.replace('"', '\\"') + '"').replace("'", "''") + "'" for f in tree.expressions[1:])
         hidden = f"{HIDDEN}{k}"
         out[hidden] = f"try(json_extract_string({js}, [{paths}]))"  # NULL for text that is not JSON; parsed once (json_valid would parse it twice)

@@ -18,7 +18,7 @@ Examples:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -27,7 +27,8 @@ from sqlglot import exp
 from dataflow.columns import SOURCE
 from dataflow.ops.table import duck
 from dataflow.ops.table.quantile_state import DEFAULT_ACCURACY, QuantileState
-from dataflow.ops.table.sql import EXTRA_AGGREGATES, duckdb_sql
+from dataflow.ops.table.coercion import STRING, arrow_kinds, coerced
+from dataflow.ops.table.sql import EXTRA_AGGREGATES, columns_of, duckdb_sql
 
 __all__ = ["TwoPhase", "two_phase"]
 
@@ -48,6 +49,19 @@ class TwoPhase:
     partial: dict[str, str]
     merge: dict[str, str]
     quantiles: tuple[QuantileState, ...] = ()
+    aggregations: dict[str, exp.Expression] = field(default_factory=dict, compare=False, repr=False)
+    params: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    _by_kinds: dict[tuple, TwoPhase] = field(default_factory=dict, compare=False, repr=False)
+
+    def for_kinds(self, kinds: dict[str, str]) -> TwoPhase:
+        """This split over input columns of ``kinds`` (``coercion.arrow_kinds``): a string column beside a number is cast, as Spark does."""
+        read = {c for tree in self.aggregations.values() for c in columns_of(tree)}
+        key = tuple(sorted((c, k) for c, k in kinds.items() if c in read and k == STRING))
+        if not key:
+            return self
+        if key not in self._by_kinds:
+            self._by_kinds[key] = two_phase(self.aggregations, self.params, kinds)
+        return self._by_kinds[key]
 
     def holds_states(self, table: pa.Table) -> bool:
         """Whether ``table`` holds this split's partial states already (a checkpoint of them), not rows."""
@@ -56,7 +70,7 @@ class TwoPhase:
     def partial_rows(self, table: pa.Table, keys: list[str]) -> pa.Table:
         """One state row per group of ``table`` (none for no rows); the group's smallest ``__source__`` kept."""
         extra = {SOURCE: f"min({duck.quoted(SOURCE)})"} if SOURCE in table.column_names else {}
-        out = duck.aggregate(table, keys, self.partial, extra)
+        out = duck.aggregate(table, keys, self.for_kinds(arrow_kinds(table.schema)).partial, extra)
         return self.compacted(out) if table.num_rows else out.slice(0, 0)
 
     def compacted(self, states: pa.Table) -> pa.Table:
@@ -77,25 +91,25 @@ def _is_aggregate(node: exp.Expression) -> bool:
     return isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous) and node.name.lower() in EXTRA_AGGREGATES)
 
 
-def _states(node: exp.Expression, first: int, params: dict[str, Any]) -> tuple[dict[str, str], str, QuantileState | None] | None:
+def _states(node: exp.Expression, first: int, params: dict[str, Any], kinds: dict[str, str] | None) -> tuple[dict[str, str], str, QuantileState | None] | None:
     """The state columns (numbered from ``first``) of one aggregate call, the DuckDB SQL that merges them and a
     ``percentile_approx``'s bound; None: no merge within Spark's answer (or a ``percentile_approx`` accuracy not constant)."""
     s = f"{_STATE}{first}"
     q = duck.quoted(s)
     if isinstance(node, _OWN):
-        own = duckdb_sql(node.copy(), params)
+        own = duckdb_sql(node.copy(), params, kinds=kinds)
         if isinstance(node, (exp.Count, exp.CountIf)):
             return {s: own}, f"CAST(sum({q}) AS BIGINT)", None
         return {s: own}, f"{type(node).__name__.lower()}({q})", None
     if isinstance(node, exp.Avg) or (isinstance(node, exp.Anonymous) and node.name.lower() == "mean" and len(node.expressions) == 1):
-        x = duckdb_sql((node.this if isinstance(node, exp.Avg) else node.expressions[0]).copy(), params)
+        x = duckdb_sql((node.this if isinstance(node, exp.Avg) else node.expressions[0]).copy(), params, kinds=kinds)
         c = f"{_STATE}{first + 1}"
         return {s: f"sum({x})", c: f"count({x})"}, f"CAST(sum({q}) AS DOUBLE) / nullif(sum({duck.quoted(c)}), 0)", None
     if isinstance(node, exp.ApproxQuantile):
         accuracy = _accuracy(node.args.get("accuracy"), params)
         if accuracy is None:
             return None
-        x, p = duckdb_sql(node.this.copy(), params), duckdb_sql(node.args["quantile"].copy(), params)
+        x, p = duckdb_sql(node.this.copy(), params, kinds=kinds), duckdb_sql(node.args["quantile"].copy(), params)
         c = f"{_STATE}{first + 1}"
         state = QuantileState(values=s, count=c, points=2 * accuracy)
         return {s: f"list({x}) FILTER (WHERE ({x}) IS NOT NULL)", c: f"count({x})"}, f"list_aggregate(flatten(list({q})), 'quantile_disc', {p})", state
@@ -113,19 +127,20 @@ def _accuracy(node: exp.Expression | None, params: dict[str, Any]) -> int | None
         return None
 
 
-def two_phase(aggregations: dict[str, exp.Expression], params: dict[str, Any] | None = None) -> TwoPhase | None:
+def two_phase(aggregations: dict[str, exp.Expression], params: dict[str, Any] | None = None, kinds: dict[str, str] | None = None) -> TwoPhase | None:
     """Split parsed aggregations (``sql.parse_aggregation``) into partial states and their merge; None when one does not split.
 
     Args:
         aggregations: Output name -> parsed Spark aggregation.
         params: Values for ``:var`` markers.
+        kinds: The input columns' kinds, where known (``coercion``; ``TwoPhase.for_kinds`` gives the split for others).
     """
-    params = params or {}
+    given, params = aggregations, params or {}
     partial: dict[str, str] = {}
     merge: dict[str, str] = {}
     quantiles: list[QuantileState] = []
     for name, tree in aggregations.items():
-        tree = tree.copy()
+        tree = coerced(tree.copy(), kinds)
         if any(isinstance(n, _LOSSY) for n in tree.walk()):
             return None
         calls = [n for n in tree.walk() if _is_aggregate(n)]
@@ -133,7 +148,7 @@ def two_phase(aggregations: dict[str, exp.Expression], params: dict[str, Any] | 
             return None  # an aggregate inside another: not an aggregation Spark accepts
         merged: dict[str, str] = {}
         for call in calls:
-            split = _states(call, len(partial), params)
+            split = _states(call, len(partial), params, kinds)
             if split is None:
                 return None
             states, sql, quantile = split
@@ -150,4 +165,4 @@ def two_phase(aggregations: dict[str, exp.Expression], params: dict[str, Any] | 
         for marker, sql in merged.items():
             text = text.replace(marker, f"({sql})")
         merge[name] = text
-    return TwoPhase(partial=partial, merge=merge, quantiles=tuple(quantiles))
+    return TwoPhase(partial=partial, merge=merge, quantiles=tuple(quantiles), aggregations=given, params=params)

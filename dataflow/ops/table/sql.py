@@ -8,7 +8,8 @@ tree with ``F.expr``; Ray runs the same tree transpiled to DuckDB over each Arro
 
 Rules both engines follow whatever the Spark session's ANSI flag: ``/`` and ``%`` by zero are
 NULL (Spark's ``try_divide``/``try_mod``), ``CAST`` is ``try_cast`` (a value that does not
-convert is NULL). ``slope(y, x)`` is ``regr_slope(y, x)``; in ``table.window_aggregate``,
+convert is NULL), and so is the cast Spark makes of a string column beside a number
+(``v >= 2``, ``sum(v)``: ``coercion``). ``slope(y, x)`` is ``regr_slope(y, x)``; in ``table.window_aggregate``,
 ``slope(y)`` regresses y on the window's time column. The params types that parse these texts are in
 ``dataflow.ops.table.sql_params``.
 
@@ -22,11 +23,14 @@ import difflib
 import functools
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
+
+from dataflow.ops.table.coercion import coerced
 
 __all__ = [
     "ORDERED_WINDOW",
@@ -284,37 +288,38 @@ def bottom_up(tree: exp.Expression, fn) -> exp.Expression:
     return tree
 
 
-def spark_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:
-    """Return the expression as Spark SQL text, ``:var`` bound from ``params``.
+def spark_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None, kinds: Mapping[str, str] | None = None) -> str:
+    """Return the expression as Spark SQL text, ``:var`` bound from ``params``; ``kinds``: the input columns' (``coercion``).
 
     Raises:
         KeyError: a ``:var`` with no value in ``params``.
     """
-    return bottom_up(_bind(tree, params), lambda n: _to_spark(n, default_x)).sql(dialect="spark")
+    return bottom_up(coerced(_bind(tree, params), kinds), lambda n: _to_spark(n, default_x)).sql(dialect="spark")
 
 
-def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None) -> str:
-    """Return the expression as DuckDB SQL text with Spark's semantics (see ``dataflow.ops.table.duck``).
+def duckdb_sql(tree: exp.Expression, params: dict[str, Any] | None = None, default_x: str | None = None, kinds: Mapping[str, str] | None = None) -> str:
+    """Return the expression as DuckDB SQL text with Spark's semantics (see ``dataflow.ops.table.duck``); ``kinds``: the input columns' (``coercion``).
 
-    Ops call it for every batch: the text is kept per (expression, values, ``default_x``).
+    Ops call it for every batch: the text is kept per (expression, values, ``default_x``, kinds of the columns it reads).
 
     Raises:
         KeyError: a ``:var`` with no value in ``params``.
     """
     # repr tells apart the values that compare equal (1, 1.0, True) and is hashable for lists.
-    key = (tree, default_x, tuple(sorted((k, repr(v)) for k, v in (params or {}).items())))
+    read = tuple(sorted((c, kinds[c]) for c in columns_of(tree) if c in kinds)) if kinds else ()
+    key = (tree, default_x, tuple(sorted((k, repr(v)) for k, v in (params or {}).items())), read)
     text = _DUCKDB_TEXT.get(key)
     if text is None:
         if len(_DUCKDB_TEXT) >= 4096:
             _DUCKDB_TEXT.clear()
-        text = _DUCKDB_TEXT[key] = _to_duckdb(tree, params, default_x)
+        text = _DUCKDB_TEXT[key] = _to_duckdb(tree, params, default_x, dict(read))
     return text
 
 
 _DUCKDB_TEXT: dict[tuple, str] = {}
 
 
-def _to_duckdb(tree: exp.Expression, params: dict[str, Any] | None, default_x: str | None) -> str:
+def _to_duckdb(tree: exp.Expression, params: dict[str, Any] | None, default_x: str | None, kinds: Mapping[str, str]) -> str:
     from dataflow.ops.table.duck import to_duckdb
 
-    return to_duckdb(_bind(tree, params), default_x)
+    return to_duckdb(coerced(_bind(tree, params), kinds), default_x)

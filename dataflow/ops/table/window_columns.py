@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
+from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.ops.table.duck import over_rows, quoted
 from dataflow.ops.table.sql import ORDERED_WINDOW, duckdb_sql, parse_window
 from dataflow.ops.table.sql_params import WindowExpr
@@ -60,6 +61,6 @@ def window_columns(
             *([f"PARTITION BY {', '.join(quoted(k) for k in part)}"] if part else []),
             *([f"ORDER BY {', '.join(f'{quoted(c)} ASC NULLS FIRST' for c in order)}"] if order else []),
         ])
-        value = f"{duckdb_sql(tree, vars)} OVER ({over})"
+        value = f"{duckdb_sql(tree, vars, kinds=arrow_kinds(batch.schema))} OVER ({over})"
         sql[name] = f"CAST({value} AS INTEGER)" if isinstance(tree, exp.RowNumber) else value  # Spark's row_number is an INT
     return over_rows(batch, sql)

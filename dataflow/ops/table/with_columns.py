@@ -8,6 +8,7 @@ import pyarrow as pa
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table import duck
+from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.ops.table.json_tuple import HIDDEN, ColumnExprs, duckdb_columns, entries
 
 
@@ -29,5 +30,5 @@ def with_columns(batch: pa.Table, *, columns: ColumnExprs, vars: dict[str, Any] 
             the columns of a ``json_tuple`` with one field each.
         vars: Values for the ``:name`` markers in the expressions (bound as literals).
     """
-    out = duck.with_columns(batch, duckdb_columns(columns, vars))
+    out = duck.with_columns(batch, duckdb_columns(columns, vars, arrow_kinds(batch.schema)))
     return out.drop_columns([n for n in out.column_names if n.startswith(HIDDEN) and n not in batch.column_names])

@@ -1,0 +1,118 @@
+"""Spark's implicit casts of text to numbers, made explicit: ``v >= 2`` over a string column ``v`` (a CSV field, an untyped JSON value).
+
+Spark computes with a string beside a number by casting the string (to BIGINT beside an integer,
+to DOUBLE beside a fractional number, in a division and in numeric functions such as ``sum``,
+``avg``, ``abs``); with ANSI on (Spark 4's default) a malformed string then fails the job, and
+DuckDB refuses the expression outright (``Cannot compare values of type VARCHAR and type
+INTEGER_LITERAL``). ``coerced`` writes those casts into the tree as ``TRY_CAST``, where the column
+types are known (``kinds``), so both engines give the same rows and a value that is not a number is
+NULL, as an explicit ``CAST`` is here (``dataflow.ops.table.sql``). A comparison (``=``, ``<``,
+``BETWEEN``, ``IN``, ...) reads the string as a DOUBLE whatever the number beside it: the same
+answer as Spark's wherever Spark gives one, and ``'12.5' >= 10`` true where Spark's BIGINT cast
+fails. Only a column is cast, not a computed string (``upper(s) > 1`` stays as the engine takes it).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sqlglot import exp
+
+__all__ = ["INTEGRAL", "FRACTIONAL", "STRING", "arrow_kinds", "coerced", "kind_of_type", "may_coerce"]
+
+STRING, INTEGRAL, FRACTIONAL = "string", "integral", "fractional"
+
+_COMPARED = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Mod)
+_AS_DOUBLE = (exp.Sum, exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop, exp.Abs, exp.Neg, exp.Round, exp.ApproxQuantile)
+_INTEGRAL = frozenset({"tinyint", "smallint", "int", "integer", "bigint", "byte", "short", "long"})
+_FRACTIONAL = frozenset({"float", "double", "real", "decimal"})
+
+
+def kind_of_type(name: str) -> str | None:
+    """The kind of a Spark type name (``string``, ``bigint``, ``decimal(10,2)``): ``STRING``, ``INTEGRAL``, ``FRACTIONAL`` or None."""
+    base = name.lower().split("(", 1)[0].strip()
+    if base in ("string", "varchar", "char"):
+        return STRING
+    return INTEGRAL if base in _INTEGRAL else FRACTIONAL if base in _FRACTIONAL else None
+
+
+def arrow_kinds(schema) -> dict[str, str]:
+    """The kinds of a ``pyarrow.Schema``'s string and number columns."""
+    import pyarrow as pa
+
+    out = {}
+    for field in schema:
+        t = field.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            out[field.name] = STRING
+        elif pa.types.is_integer(t):
+            out[field.name] = INTEGRAL
+        elif pa.types.is_floating(t) or pa.types.is_decimal(t):
+            out[field.name] = FRACTIONAL
+    return out
+
+
+def _kind(node: exp.Expression, kinds: Mapping[str, str]) -> str | None:
+    if isinstance(node, exp.Paren):
+        return _kind(node.this, kinds)
+    if isinstance(node, exp.Literal):
+        return None if node.is_string else INTEGRAL if node.is_int else FRACTIONAL
+    if isinstance(node, exp.Neg) and isinstance(node.this, (exp.Literal, exp.Paren, exp.Cast)):
+        return _kind(node.this, kinds)
+    if isinstance(node, exp.Cast):  # a bound var (``:floor``) is a cast literal
+        return kind_of_type(node.to.sql(dialect="spark"))
+    if isinstance(node, exp.Column) and not node.table:
+        return kinds.get(node.name)
+    return None
+
+
+def _number(node: exp.Expression, kind: str) -> exp.Expression:
+    return exp.TryCast(this=node, to=exp.DataType.build("bigint" if kind == INTEGRAL else "double"), safe=True)
+
+
+def _coerce(node: exp.Expression, kinds: Mapping[str, str]) -> None:
+    if isinstance(node, (*_COMPARED, *_ARITHMETIC)):
+        left, right = _kind(node.this, kinds), _kind(node.expression, kinds)
+        if left == STRING and right in (INTEGRAL, FRACTIONAL):
+            node.set("this", _number(node.this, FRACTIONAL if isinstance(node, _COMPARED) else right))
+        elif right == STRING and left in (INTEGRAL, FRACTIONAL):
+            node.set("expression", _number(node.expression, FRACTIONAL if isinstance(node, _COMPARED) else left))
+    elif isinstance(node, exp.Div):
+        for key in ("this", "expression"):
+            if _kind(node.args[key], kinds) == STRING:
+                node.set(key, _number(node.args[key], FRACTIONAL))
+    elif isinstance(node, (exp.Between, exp.In)):
+        others = [node.args.get("low"), node.args.get("high")] if isinstance(node, exp.Between) else list(node.expressions)
+        if _kind(node.this, kinds) == STRING and others and {_kind(o, kinds) for o in others if o is not None} <= {INTEGRAL, FRACTIONAL}:
+            node.set("this", _number(node.this, FRACTIONAL))
+    elif isinstance(node, _AS_DOUBLE) and _kind(node.this, kinds) == STRING:
+        node.set("this", _number(node.this, FRACTIONAL))
+    elif isinstance(node, exp.Anonymous) and node.name.lower() == "mean" and node.expressions and _kind(node.expressions[0], kinds) == STRING:
+        node.set("expressions", [_number(node.expressions[0], FRACTIONAL), *node.expressions[1:]])
+
+
+def _operands(node: exp.Expression) -> list[exp.Expression]:
+    if isinstance(node, (*_COMPARED, *_ARITHMETIC, exp.Div)):
+        return [node.this, node.expression]
+    if isinstance(node, (exp.Between, exp.In, *_AS_DOUBLE)):
+        return [node.this]
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "mean":
+        return list(node.expressions[:1])
+    return []
+
+
+def may_coerce(tree: exp.Expression) -> bool:
+    """Whether ``coerced`` might cast something in ``tree`` (a column beside what is not text, in a numeric function): else the kinds need not be looked up."""
+    for node in tree.walk():
+        operands = [o.unnest() for o in _operands(node)]
+        if any(isinstance(o, exp.Column) for o in operands) and not any(isinstance(o, exp.Literal) and o.is_string for o in operands):
+            return True
+    return False
+
+
+def coerced(tree: exp.Expression, kinds: Mapping[str, str] | None) -> exp.Expression:
+    """``tree`` (a copy the caller owns) with a string column beside a number cast to it as Spark would, by ``TRY_CAST``; ``kinds``: the input columns' kinds."""
+    if kinds and any(kinds.get(c.name) == STRING for c in tree.find_all(exp.Column)) and may_coerce(tree):
+        for node in list(tree.walk()):
+            _coerce(node, kinds)
+    return tree
