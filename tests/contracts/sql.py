@@ -112,6 +112,11 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("n > 40", True, N), ("n + 1", 43, N), ("n = 42.0", True, N), ("n / 4", 10.5, N), ("n BETWEEN 40 AND 50", True, N),
     ("n IN (41, 42)", True, N), ("i < n", True, N), ("abs(f)", 350.0, N), ("-n", -42.0, N), ("f > 300", True, N), ("f = 350", True, N),
     ("f + 1", N, N), ("f + 1.0", 351.0, N), ("bad > 1", N, N), ("bad + 1", N, N), ("n * 2 - i", 77, N), ("round(n / 8, 1)", 5.3, N),
+    # found by running both engines side by side
+    ("'a_b' LIKE 'a\\\\_b'", True, True), ("'axb' LIKE 'a\\\\_b'", False, False), ("'A%b' ILIKE 'a\\\\%B'", True, True),
+    ("date_format(to_timestamp(ts), 'yyyy-MM-dd HH:mm:ss.SSS')", "2024-03-05 13:45:30.000", N), ("i div z", N, N), ("factorial(j + 3)", 120, N),
+    ("factorial(i * 3)", N, N), ("months_between(to_date('2024-03-31'), to_date(dt))", 0.83870968, N), ("nanvl(d, 0.0)", 2.5, N),
+    ("nanvl(cast('NaN' as double), 1.0)", 1.0, 1.0),
 ]
 
 GROUPED = [
@@ -133,6 +138,9 @@ AGGREGATES: list[tuple[str, Any, Any]] = [
     # t holds numbers as text (a CSV field): cast as Spark casts it, NULL where it is no number
     ("sum(t)", 3.5, 4.0), ("avg(t)", 1.75, 4.0), ("mean(t)", 1.75, 4.0), ("percentile_approx(t, 0.5)", 1.0, 4.0), ("count_if(t > 1)", 1, 1),
     ("count_if(t >= 1.5)", 1, 1), ("max(t)", "x", "4"), ("sum(t * 2)", 2, 8),
+    # found by running both engines side by side
+    ("collect_list(IF(g = 'b', NULL, s))", ["p", "q", "p"], []), ("sort_array(collect_set(IF(g = 'b', NULL, s)))", ["p", "q"], []),
+    ("min_by(s, x)", "p", N), ("max_by(s, x)", "p", "r"), ("kurtosis(y)", -1.5, N), ("skewness(y * y)", 0.3818017741606068, N),
 ]
 
 #: (a JSON string, the json_tuple(js, 'a', 'b', 'c') values Spark gives).

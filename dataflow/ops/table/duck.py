@@ -72,6 +72,11 @@ def _java_replacement(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _collects(node: exp.Expression) -> bool:
+    """``collect_list``, ``collect_set``, ``array_agg``: the aggregates that give an array."""
+    return isinstance(node, (exp.ArrayAgg, exp.ArrayUniqueAgg))
+
+
 def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     """One Spark node as DuckDB nodes with Spark's result (sqlglot's own transpiling does the rest)."""
     from dataflow.ops.table.sql import HELPERS, _slope_x
@@ -99,6 +104,31 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         exact = _as(exp.Round(this=decimal, decimals=digits.copy()), "DOUBLE")
         floating = exp.In(this=_fn("typeof", x.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
         return exp.Case(ifs=[exp.If(this=floating, true=exp.Coalesce(this=exact, expressions=[node]))], default=node.copy())
+    if isinstance(node, (exp.Like, exp.ILike)) and not isinstance(node.parent, exp.Escape):  # Spark escapes with \ (DuckDB's LIKE: no escape)
+        return exp.Escape(this=node, expression=exp.Literal.string("\\"))
+    if isinstance(node, (exp.ArgMin, exp.ArgMax)):  # Spark's min_by/max_by keep a NULL value of the row found (DuckDB's arg_min skips it)
+        return _fn("arg_min_null" if isinstance(node, exp.ArgMin) else "arg_max_null", node.this, node.expression)
+    if isinstance(node, exp.Kurtosis):  # Spark's is the population's excess kurtosis
+        return _fn("kurtosis_pop", node.this)
+    if isinstance(node, exp.Skewness):  # Spark's is the population's (DuckDB's: the sample's, bias-corrected)
+        n = _fn("count", node.this.copy())
+        return exp.Div(this=exp.Mul(this=node, expression=exp.paren(exp.Sub(this=n, expression=exp.Literal.number(2)))),
+                       expression=_fn("sqrt", exp.Mul(this=n.copy(), expression=exp.paren(exp.Sub(this=n.copy(), expression=exp.Literal.number(1))))))
+    if isinstance(node, exp.Factorial):  # Spark: a BIGINT, NULL outside 0..20 (DuckDB: a HUGEINT)
+        ok = exp.Between(this=node.this.copy(), low=exp.Literal.number(0), high=exp.Literal.number(20))
+        return _when(ok, _as(exp.Factorial(this=_as(node.this, "INTEGER")), "BIGINT"))
+    if isinstance(node, exp.IntDiv):  # x div 0 is NULL, as / and % are
+        node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
+        return node
+    if isinstance(node, exp.MonthsBetween) and not (isinstance(node.args.get("roundoff"), exp.Boolean) and not node.args["roundoff"].this):
+        return exp.Round(this=node, decimals=exp.Literal.number(8))  # Spark rounds to 8 digits unless roundOff is false
+    if isinstance(node, exp.Nanvl):
+        return exp.Case(ifs=[exp.If(this=_fn("isnan", node.this.copy()), true=node.expression)], default=node.this)
+    if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal) and "SSS" in node.args["format"].name:
+        node.set("format", exp.Literal.string(node.args["format"].name.replace("SSS", "%g")))  # Java's milliseconds
+        return node
+    if _collects(node) and not isinstance(node.parent, exp.Window) or isinstance(node, exp.Window) and _collects(node.this):
+        return exp.Coalesce(this=node, expressions=[exp.Array(expressions=[])])  # Spark: [] where no value is kept (DuckDB: NULL)
     if isinstance(node, exp.CountIf):  # Spark: 0 where no condition is true (DuckDB's count_if: NULL when all are NULL)
         return exp.Count(this=exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))]))
     if isinstance(node, exp.ApproxQuantile):  # Spark's answer where it is exact (n below its accuracy): rank ceil(p * n)

@@ -6,8 +6,8 @@ step's ``vars`` by replacing nodes of the tree (never by pasting text). Spark ru
 tree with ``F.expr``; Ray runs the same tree transpiled to DuckDB over each Arrow batch
 (``dataflow.ops.table.duck``).
 
-Rules both engines follow whatever the Spark session's ANSI flag: ``/`` and ``%`` by zero are
-NULL (Spark's ``try_divide``/``try_mod``), ``CAST`` is ``try_cast`` (a value that does not
+Rules both engines follow whatever the Spark session's ANSI flag: ``/``, ``%`` and ``div`` by zero
+are NULL (Spark's ``try_divide``/``try_mod``), ``CAST`` is ``try_cast`` (a value that does not
 convert is NULL), and so is the cast Spark makes of a string column beside a number
 (``v >= 2``, ``sum(v)``: ``coercion``). ``slope(y, x)`` is ``regr_slope(y, x)``; in ``table.window_aggregate``,
 ``slope(y)`` regresses y on the window's time column. The params types that parse these texts are in
@@ -260,6 +260,9 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return exp.Anonymous(this="try_divide", expressions=[node.this, node.expression])
     if isinstance(node, exp.Mod):
         return exp.Anonymous(this="try_mod", expressions=[node.this, node.expression])
+    if isinstance(node, exp.IntDiv):  # x div 0 is NULL, as / and % are
+        node.set("expression", exp.Nullif(this=node.expression, expression=exp.Literal.number(0)))
+        return node
     if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) or isinstance(node, exp.TryCast) and not node.args.get("safe"):
         return exp.TryCast(this=node.this, to=node.to, safe=True)
     if isinstance(node, exp.Anonymous) and node.name.lower() in HELPERS:

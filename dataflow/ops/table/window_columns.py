@@ -9,7 +9,7 @@ from sqlglot import exp
 from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.coercion import arrow_kinds
-from dataflow.ops.table.duck import over_rows, quoted
+from dataflow.ops.table.duck import over_rows
 from dataflow.ops.table.sql import ORDERED_WINDOW, duckdb_sql, parse_window
 from dataflow.ops.table.sql_params import WindowExpr
 from dataflow.ops.table.types import ColumnName
@@ -57,10 +57,8 @@ def window_columns(
     for name, text in columns.items():
         tree = parse_window(text)
         part, order = window_spec(list(keys or []), order_by, SOURCE in batch.column_names, isinstance(tree, ORDERED_WINDOW))
-        over = " ".join([
-            *([f"PARTITION BY {', '.join(quoted(k) for k in part)}"] if part else []),
-            *([f"ORDER BY {', '.join(f'{quoted(c)} ASC NULLS FIRST' for c in order)}"] if order else []),
-        ])
-        value = f"{duckdb_sql(tree, vars, kinds=arrow_kinds(batch.schema))} OVER ({over})"
+        window = exp.Window(this=tree.copy(), partition_by=[exp.column(k, quoted=True) for k in part] or None,
+                            order=exp.Order(expressions=[exp.Ordered(this=exp.column(c, quoted=True), desc=False, nulls_first=True) for c in order]) if order else None)
+        value = duckdb_sql(window, vars, kinds=arrow_kinds(batch.schema))
         sql[name] = f"CAST({value} AS INTEGER)" if isinstance(tree, exp.RowNumber) else value  # Spark's row_number is an INT
     return over_rows(batch, sql)
