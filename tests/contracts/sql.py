@@ -116,7 +116,10 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("'a_b' LIKE 'a\\\\_b'", True, True), ("'axb' LIKE 'a\\\\_b'", False, False), ("'A%b' ILIKE 'a\\\\%B'", True, True),
     ("date_format(to_timestamp(ts), 'yyyy-MM-dd HH:mm:ss.SSS')", "2024-03-05 13:45:30.000", N), ("i div z", N, N), ("factorial(j + 3)", 120, N),
     ("factorial(i * 3)", N, N), ("months_between(to_date('2024-03-31'), to_date(dt))", 0.83870968, N), ("nanvl(d, 0.0)", 2.5, N),
-    ("nanvl(cast('NaN' as double), 1.0)", 1.0, 1.0),
+    ("nanvl(cast('NaN' as double), 1.0)", 1.0, 1.0), ("cast(trunc(to_date(dt), 'MM') as string)", "2024-03-01", N),
+    ("cast(trunc(to_date(dt), 'YEAR') as string)", "2024-01-01", N), ("cast(date_trunc('MON', to_timestamp(ts)) as string)", "2024-03-01 00:00:00", N),
+    ("elt(2, s, 'x')", "x", "x"), ("elt(1, s, 'x')", "Hello World", N), ("array_distinct(array(3, 1, 3, 2, 1))", [3, 1, 2], [3, 1, 2]),
+    ("array_distinct(array(i, NULL, i, NULL))", [7, N], [N]),
 ]
 
 GROUPED = [

@@ -72,6 +72,9 @@ def _java_replacement(node: exp.Expression) -> exp.Expression:
     return node
 
 
+_SPARK_UNITS = {"YYYY": "year", "YY": "year", "MON": "month", "MM": "month", "DD": "day"}
+
+
 def _collects(node: exp.Expression) -> bool:
     """``collect_list``, ``collect_set``, ``array_agg``: the aggregates that give an array."""
     return isinstance(node, (exp.ArrayAgg, exp.ArrayUniqueAgg))
@@ -129,6 +132,18 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return node
     if _collects(node) and not isinstance(node.parent, exp.Window) or isinstance(node, exp.Window) and _collects(node.this):
         return exp.Coalesce(this=node, expressions=[exp.Array(expressions=[])])  # Spark: [] where no value is kept (DuckDB: NULL)
+    if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)) and isinstance(node.args.get("unit"), (exp.Literal, exp.Var)):
+        unit = node.args["unit"]  # Spark's names (MM, MON, YYYY, YY, DD) as DuckDB's; trunc(date) gives a DATE
+        name = _SPARK_UNITS.get(unit.name.upper(), unit.name.lower())
+        node.set("unit", exp.Literal.string(name) if isinstance(unit, exp.Literal) else exp.var(name.upper()))
+        return _as(node, "DATE") if isinstance(node, exp.DateTrunc) else node
+    if isinstance(node, exp.Elt):  # elt(n, a, b, ...): NULL outside 1..count (DuckDB's lists count from the end below 1)
+        picked = exp.Bracket(this=exp.Array(expressions=node.expressions), expressions=[node.this.copy()], offset=1)
+        return _when(exp.GTE(this=node.this, expression=exp.Literal.number(1)), picked)
+    if isinstance(node, exp.ArrayDistinct):  # Spark keeps the first of each value, NULL too, in order (list_distinct does neither)
+        x, i = exp.to_identifier("__df_x"), exp.to_identifier("__df_i")
+        first = exp.EQ(this=_fn("list_position", node.this.copy(), exp.column(x)), expression=exp.column(i))
+        return _fn("list_filter", node.this, exp.Lambda(this=first, expressions=[x, i]))
     if isinstance(node, exp.CountIf):  # Spark: 0 where no condition is true (DuckDB's count_if: NULL when all are NULL)
         return exp.Count(this=exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))]))
     if isinstance(node, exp.ApproxQuantile):  # Spark's answer where it is exact (n below its accuracy): rank ceil(p * n)
