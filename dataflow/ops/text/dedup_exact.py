@@ -15,9 +15,14 @@ __all__ = ["dedup_text_exact", "text_digest"]
 _NON_WORD = re.compile(r"[^\w\s]+")
 
 
-def text_digest(text: str, lowercase: bool, ignore_punctuation: bool) -> bytes:
-    """16-byte BLAKE2b of the NFC text with whitespace collapsed (and lowercased / unpunctuated)."""
-    text = " ".join(unicodedata.normalize("NFC", text or "").split())
+_NULL = hashlib.blake2b(b"", digest_size=16, person=b"dataflow-null").digest()  # no text's digest: a NULL is no duplicate of ""
+
+
+def text_digest(text: str | None, lowercase: bool, ignore_punctuation: bool) -> bytes:
+    """16-byte BLAKE2b of the NFC text with whitespace collapsed (and lowercased / unpunctuated); NULLs share one digest of their own."""
+    if text is None:
+        return _NULL
+    text = " ".join(unicodedata.normalize("NFC", text).split())
     if lowercase:
         text = text.lower()
     if ignore_punctuation:
@@ -49,7 +54,8 @@ def dedup_text_exact(batch: dict, *, lowercase: bool = False, ignore_punctuation
     """Keep one row per distinct text; duplicates keep the row with the smallest ``__source__``.
 
     Texts are compared by a 128-bit hash of their NFC form with whitespace collapsed (Data-Juicer's
-    document_deduplicator, whose defaults also leave case and punctuation alone).
+    document_deduplicator, whose defaults also leave case and punctuation alone). NULL texts are
+    duplicates of each other (as Spark's ``dropDuplicates`` keys), not of an empty text.
 
     Args:
         lowercase: Compare case-insensitively.

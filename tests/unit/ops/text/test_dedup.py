@@ -31,6 +31,13 @@ def test_exact_dedup_normalises_whitespace_and_keeps_the_smallest_source():
     assert list(dedup_text_exact(batch, lowercase=True)["__source__"]) == ["a", "b", "d"]
 
 
+def test_exact_dedup_keeps_a_null_text_apart_from_an_empty_one():
+    """A NULL text and "" (or only whitespace) were one text: the later of them was dropped as a duplicate."""
+    batch = _batch([None, "", " ", None, "x"], ["a", "b", "c", "d", "e"])
+    assert list(dedup_text_exact(batch)["__source__"]) == ["a", "b", "e"]
+    assert list(dedup_text_exact(batch, lowercase=True, ignore_punctuation=True)["__source__"]) == ["a", "b", "e"]
+
+
 def test_minhash_removes_one_word_edits_not_distinct_documents():
     docs = _docs(30)
     near = []
