@@ -16,6 +16,11 @@ class ErrorRecord:
     error_type: str
     reason: str
 
+    @classmethod
+    def of_read(cls, bad) -> ErrorRecord:
+        """The read's record of a reader's ``BadRecord``."""
+        return cls(bad.source, "read", bad.error_type, bad.reason)
+
 
 def write_error_records(fs, path: str, records: list[ErrorRecord]) -> None:
     """Write records as JSONL to ``path`` on ``fs`` (one file per batch, written whole)."""

@@ -73,10 +73,6 @@ def record_cache(side: SideOutputs, name: str, key: str, before: dict[str, int] 
         f.write(json.dumps(delta).encode("utf-8"))
 
 
-def _read_error(bad: BadRecord) -> ErrorRecord:
-    return ErrorRecord(bad.source, "read", bad.error_type, bad.reason)
-
-
 def _lineage_name(uri: str) -> str:
     """A line's file as the whole-file readers name it: a plain path for local files."""
     from connectors.registry import scheme_of, strip_scheme
@@ -121,7 +117,7 @@ class FetchFiles:
                     got = fs.cat_file(path, info=entry) if before is not None and entry else fs.cat_file(path)
                     count_bytes_read(len(got))
             except GONE as exc:
-                errors.append(_read_error(gone(uri, exc)))
+                errors.append(ErrorRecord.of_read(gone(uri, exc)))
                 continue
             if got is None or len(got) > MAX_ROW:
                 errors.append(ErrorRecord(uri, "read", "FileTooLarge", f"file of more than {MAX_ROW} bytes: larger than one row holds (a value of Arrow and Parquet stays below 2 GiB)"))
@@ -206,7 +202,7 @@ class ReadStream:
                 with fs.open(strip_scheme(uri), "rb", **kwargs) as f:
                     for rec in self._records(uri, f):
                         if isinstance(rec, BadRecord):
-                            errors.append(_read_error(rec))
+                            errors.append(ErrorRecord.of_read(rec))
                             continue
                         if isinstance(rec, pa.Table):  # a block of text lines, already columns
                             span.pause()
@@ -229,7 +225,7 @@ class ReadStream:
                             rows = []
                     count_bytes_read(f.tell())
             except GONE as exc:  # gone (or closed) since it was listed: the rows read before stay
-                errors.append(_read_error(gone(_lineage_name(uri), exc)))
+                errors.append(ErrorRecord.of_read(gone(_lineage_name(uri), exc)))
         span.pause()
         if rows:
             st.rows_out += len(rows)

@@ -64,7 +64,7 @@ class ReadAdapter:
                 table = read_parquet_part(str(uri), int(group), self.storage_options, self.options.get("columns"), cache=self.cache)
             except (pa.ArrowException, OSError, IndexError) as exc:  # a footer (row group -1) or a row group that does not read
                 bad = unreadable_parquet(str(uri) if group < 0 else name, exc)
-                errors.append(ErrorRecord(bad.source, "read", bad.error_type, bad.reason))
+                errors.append(ErrorRecord.of_read(bad))
                 continue
             # A ``__source__`` column in the data (an earlier pipeline's lineage) is replaced by this
             # read's, unless the source says to keep it (the Parquet handoff between engines).

@@ -44,7 +44,7 @@ def write_read_errors(side, name: str, key: str, records, counted: bool) -> None
 
     if not records:
         return
-    errors = [ErrorRecord(r.source, "read", r.error_type, r.reason) for r in records]
+    errors = [ErrorRecord.of_read(r) for r in records]
     index = -1 if counted else -2
     side.write(name, key, errors, {index: StepStats(rows_in=len(errors) if counted else 0, rows_errored=len(errors))})
 

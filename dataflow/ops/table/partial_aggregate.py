@@ -51,12 +51,12 @@ class TwoPhase:
     quantiles: tuple[QuantileState, ...] = ()
     aggregations: dict[str, exp.Expression] = field(default_factory=dict, compare=False, repr=False)
     params: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    reads: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # the columns the aggregations read
     _by_kinds: dict[tuple, TwoPhase] = field(default_factory=dict, compare=False, repr=False)
 
     def for_kinds(self, kinds: dict[str, str]) -> TwoPhase:
         """This split over input columns of ``kinds`` (``coercion.arrow_kinds``): a string column beside a number is cast, as Spark does."""
-        read = {c for tree in self.aggregations.values() for c in columns_of(tree)}
-        key = tuple(sorted((c, k) for c, k in kinds.items() if c in read and k == STRING))
+        key = tuple(sorted((c, k) for c, k in kinds.items() if c in self.reads and k == STRING))
         if not key:
             return self
         if key not in self._by_kinds:
@@ -165,4 +165,5 @@ def two_phase(aggregations: dict[str, exp.Expression], params: dict[str, Any] | 
         for marker, sql in merged.items():
             text = text.replace(marker, f"({sql})")
         merge[name] = text
-    return TwoPhase(partial=partial, merge=merge, quantiles=tuple(quantiles), aggregations=given, params=params)
+    reads = frozenset(c for tree in given.values() for c in columns_of(tree))
+    return TwoPhase(partial=partial, merge=merge, quantiles=tuple(quantiles), aggregations=given, params=params, reads=reads)
