@@ -176,11 +176,11 @@ def run_pipeline(
         text = failure_text(exc)[:500]
         hint = disk_error_hint(sink.uri) if is_disk_error(text) else "a bug in an op or the engine, not bad data; run with --debug for the traceback"
         if (vanished := vanished_input(text)) is not None:
-            hint = (f"input file {vanished} was listed, then gone when Spark read it (a file gone before is a row error); "
-                    f"restore it, or run again over the input as it is now")
+            hint = (f"input file {vanished} was listed, then gone when Spark read it, past the files a shard's job runs again without "
+                    f"(a file gone before is a row error); restore it, or run again over the input as it is now")
         elif (unreadable := unreadable_input(text)) is not None:
-            hint = (f"input file {unreadable} could not be read: Spark reads file contents natively and stops at a corrupt one (an unreadable "
-                    f"Parquet footer is a row error, checked first); repair or remove the file, or run on Ray, where it is a row error")
+            hint = (f"input file {unreadable} could not be read: Spark reads file contents natively, and a shard's job runs again past only a "
+                    f"few files it stops at; repair or remove the files, or run on Ray, where each is a row error")
         raise RunError(f"run of '{spec.name}' failed on engine {engine.name}: {text} ({hint}; committed shards are kept for a resume)") from exc
     return _finish(spec, optimized, engine.name, fs, layout, progress, start)
 

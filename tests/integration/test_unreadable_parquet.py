@@ -3,8 +3,8 @@
 One such file failed the whole run on both engines, with Python's traceback, before anything started (the runner read
 the first file's footer for the schema; Ray read every footer on the driver). Now a file whose footer does not read is
 one row error on both engines (``ArrowInvalid``, "not a readable Parquet file"), and the others are read; a zero-row
-file is no row and no error. A corrupt data page under a good footer is a row error of that row group on Ray; Spark
-reads pages natively and stops there: the run fails naming the file (a known difference, README).
+file is no row and no error. A corrupt data page under a good footer is a row error of that row group on both engines
+(Spark's native job stopped there, failing the run; now the job runs again with that file read a row group at a time).
 """
 from __future__ import annotations
 
@@ -60,17 +60,44 @@ def test_a_file_whose_footer_does_not_read_is_one_row_error(engine, tmp_path):
     assert (report.rows_in, report.rows_out, report.rows_errored) == (6, 3, 3)
 
 
-def test_a_corrupt_data_page_is_a_row_error_on_ray_and_stops_spark_naming_the_file(engine, tmp_path):
+def test_a_corrupt_data_page_is_a_row_error_of_its_row_group(engine, tmp_path):
+    """Spark reads pages natively and its job stops there; the job runs again with that file read a row group at a time."""
     unreadable = _inputs(tmp_path / "in", corrupt_page=True)
     page = str(tmp_path / "in" / "e-page.parquet")
-    if engine == "spark":
-        with pytest.raises(RunError, match=f"input file file://{page} could not be read"):
-            _run(engine, tmp_path / "in")
-        return
     report, rows, errors = _run(engine, tmp_path / "in")
-    assert len(rows) == 3
+    assert sorted((r["__source__"].rsplit("/", 1)[1], r["a"]) for r in rows) == [("b-good.parquet#row=0", 1), ("b-good.parquet#row=1", 2), ("f-good.parquet#row=0", 3)]
     assert sorted(e["source"] for e in errors) == sorted([*unreadable, f"{page}#row_group=0"])
+    page_error = next(e for e in errors if e["source"].endswith("#row_group=0"))
+    assert page_error["op"] == "read" and "not a readable Parquet file" in page_error["reason"]
     assert (report.rows_in, report.rows_out, report.rows_errored) == (7, 3, 4)
+
+
+def test_past_its_limit_of_files_spark_stopped_at_the_run_fails_naming_the_file(spark_local, tmp_path, monkeypatch):
+    import dataflow.engines.spark.engine as spark_engine
+
+    monkeypatch.setattr(spark_engine, "NATIVE_FAILURES", 0)
+    _inputs(tmp_path / "in", corrupt_page=True)
+    page = tmp_path / "in" / "e-page.parquet"
+    with pytest.raises(RunError, match=f"input file file://{page} could not be read: Spark reads file contents natively"):
+        _run("spark", tmp_path / "in")
+
+
+def test_a_corrupt_row_group_loses_only_its_own_rows(engine, tmp_path):
+    """A file of three row groups, the second damaged: the first and third are read, on both engines."""
+    root = tmp_path / "in"
+    root.mkdir()
+    path = root / "groups.parquet"
+    pq.write_table(pa.table({"a": list(range(3000)), "t": [f"v{i}" * 3 for i in range(3000)]}), path, row_group_size=1000, compression="snappy")
+    meta = pq.read_metadata(path)
+    group = meta.row_group(1).column(1)  # the second row group's text column: damage its data page
+    start = group.dictionary_page_offset or group.data_page_offset
+    data = bytearray(path.read_bytes())
+    data[start + 40 : start + 240] = b"\xff" * 200
+    path.write_bytes(bytes(data))
+    report, rows, errors = _run(engine, root)
+    assert sorted(r["a"] for r in rows) == [*range(1, 1000), *range(2000, 3000)]  # the filter drops a = 0
+    assert [e["source"] for e in errors] == [f"{path}#row_group=1"]
+    assert (report.rows_out, report.rows_errored) == (1999, 1)
 
 
 def test_preview_shows_an_unreadable_file_as_an_error_and_the_others_as_rows(tmp_path):

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from connectors.formats import GONE, gone
 from dataflow.columns import SOURCE
-from dataflow.lineage import LINE, ROW
+from dataflow.lineage import LINE, ROW, ROW_GROUP
 
 __all__ = ["DataflowSource", "LINES_SCHEMA", "WHOLE_SCHEMA", "write_read_errors"]
 
@@ -170,11 +170,22 @@ class _Reader(DataSourceReader):
         yield from self._batches(uri, line_reader("csv")(uri, f, self.job["options"]), columns)
 
     def _parquet(self, uri: str) -> Iterator[pa.RecordBatch]:
-        from connectors.registry import parquet_parts, read_parquet_part
+        """The file's rows, a row group at a time; a footer that does not read is one row error, as is each row group that does not (``<file>#row_group=N``, as on Ray)."""
+        from connectors.registry import parquet_parts, read_parquet_part, unreadable_parquet
 
         names, storage, cache = self.job["columns"], self.job["storage_options"], self.job.get("cache")
-        for group, first, _ in parquet_parts(uri, storage, cache):
-            table = read_parquet_part(uri, group, storage, cache=cache)
+        try:
+            parts = parquet_parts(uri, storage, cache)
+        except (pa.ArrowException, OSError) as exc:
+            self._errors(uri, [unreadable_parquet(uri, exc)])
+            return
+        bad = []
+        for group, first, _ in parts:
+            try:
+                table = read_parquet_part(uri, group, storage, cache=cache)
+            except (pa.ArrowException, OSError) as exc:  # a corrupt page: the file's other row groups are read
+                bad.append(unreadable_parquet(f"{uri}{ROW_GROUP}{group}", exc))
+                continue
             own = pa.array([f"{uri}{ROW}{first + i}" for i in range(table.num_rows)], pa.string())
             if SOURCE in table.column_names and self.job["options"].get("keep_lineage"):
                 own = table.column(SOURCE)
@@ -182,4 +193,5 @@ class _Reader(DataSourceReader):
                 table = table.drop_columns([SOURCE])
             table = table.append_column(SOURCE, own)
             yield from table.select(names).to_batches()
+        self._errors(uri, bad)
 

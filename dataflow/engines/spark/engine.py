@@ -9,7 +9,9 @@ from dataflow.engines.base import Engine, EngineCaps, RunContext, RunOptions
 from dataflow.engines.spark.compile import READ_METHODS, SparkJob, compile_plan
 from dataflow.engines.spark.lowerings import LOWERINGS
 
-__all__ = ["SparkEngine"]
+__all__ = ["NATIVE_FAILURES", "SparkEngine"]
+
+NATIVE_FAILURES = 8  # files a shard's job may stop at (each costs one more run of the job) before the run fails naming the next
 
 
 class SparkEngine(Engine):
@@ -22,6 +24,12 @@ class SparkEngine(Engine):
     map output. So shards default to at least 512 files (at 64, the 74 files of
     ``benchmarks/spark_table.py``'s default input made two shards and that extra pass);
     ``source.options.files_per_shard`` sets the size, for a finer resume.
+
+    Spark reads Parquet pages and plain line files natively, and its job stops at a file it cannot
+    read (a corrupt data page, a file removed while the job runs). The shard's job then runs again
+    with that file read by the Python data source, which records what does not read as row errors
+    (a row group, a file gone) and keeps the rest, as the Ray engine does: up to
+    ``NATIVE_FAILURES`` such files per shard.
     """
 
     caps = EngineCaps(
@@ -65,14 +73,23 @@ class SparkEngine(Engine):
     def execute(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         from dataflow.engines.spark.json_fast import one_task_per_file
         from dataflow.engines.spark.progress import spark_progress
-        from dataflow.engines.spark.run import build_frames, write_outputs
+        from dataflow.engines.spark.run import build_frames, discard_attempt, write_outputs
         from dataflow.engines.spark.session import WRITE_CONFS, ensure_spark, session_confs
 
         spark = ensure_spark(options.spark_master)
+        files, streamed = self._files(job, ctx), frozenset()
         with spark_progress(spark, enabled=options.progress):
-            frames = build_frames(spark, job, self._files(job, ctx), ctx.side, ctx.storage_options, cache=ctx.cache, fast_json=True)
-            with session_confs(spark, WRITE_CONFS), one_task_per_file(spark) if frames.one_task_per_file else contextlib.nullcontext():
-                return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
+            while True:
+                frames = build_frames(spark, job, files, ctx.side, ctx.storage_options, cache=ctx.cache, fast_json=True, streamed=streamed)
+                try:
+                    with session_confs(spark, WRITE_CONFS), one_task_per_file(spark) if frames.one_task_per_file else contextlib.nullcontext():
+                        return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
+                except Exception as exc:
+                    failed = _stopped_at(exc)
+                    if failed is None or failed in streamed or len(streamed) >= NATIVE_FAILURES:
+                        raise
+                    streamed |= {failed}
+                    discard_attempt(ctx.side, ctx.tmp_data, ctx.run_id, ctx.publish_root)
 
     def take(self, job: SparkJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
         from dataflow.engines.spark.json_fast import one_task_per_file
@@ -101,3 +118,18 @@ class SparkEngine(Engine):
         from dataflow.engines.spark.session import ensure_spark
 
         return from_held(ensure_spark(options.spark_master), value, kind)
+
+
+def _stopped_at(exc: Exception) -> str | None:
+    """The input file (``read.file_key``) a Spark job stopped at because it could not read it, named in its failure."""
+    from urllib.parse import unquote
+
+    from dataflow.engines.spark.read import file_key
+    from dataflow.runtime.failure import failure_text, unreadable_input, vanished_input
+
+    for text in (failure_text(exc), str(exc)):
+        path = vanished_input(text) or unreadable_input(text)
+        if path is not None:
+            return file_key(unquote(path))
+    return None
+

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from dataflow.engines.spark.lineage_key import LineKey
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["read_source"]
+__all__ = ["file_key", "read_source"]
 
 _GLOB_CHARS = "\\[]{}*?"
 UNDECODABLE = "__df_undecodable__"
@@ -85,6 +85,17 @@ def _python_source(spark, files: list[str], kind: str, schema: T.StructType, rea
     return spark.read.format("dataflow").option("schema", schema.json()).option("job", json.dumps(job)).load()
 
 
+def file_key(uri: str) -> str:
+    """A file as both the listing and Spark's messages (once URL-decoded) name it: a local one by its path, ``s3a://`` as ``s3://``."""
+    from connectors.registry import scheme_of, strip_scheme
+
+    if uri.startswith("s3a://"):
+        return "s3://" + uri[len("s3a://"):]
+    if uri.startswith("file:") and not uri.startswith("file://"):
+        return uri[len("file:"):]
+    return strip_scheme(uri) if scheme_of(uri) == "file" else uri
+
+
 def _file_uri(files: list[str], index: Column) -> Column:
     return F.element_at(F.array(*[F.lit(f) for f in files]), index + 1)
 
@@ -110,18 +121,18 @@ def _compressed(files: list[str]) -> tuple[list[str], list[str]]:
     return [f for f in files if compression_of(f) is None], [f for f in files if compression_of(f) is not None]
 
 
-def _native_split(spark, read: SparkRead, files: list[str], storage: dict, limit: int) -> tuple[list[str], list[str]]:
+def _native_split(spark, read: SparkRead, files: list[str], storage: dict, limit: int, streamed: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """Split ``files`` into (read as bytes by Spark, read by the Python data source).
 
     Spark reads a file's bytes whole, as one value (copied a few times while split into lines): only
-    plain UTF-8 files of at most ``limit`` bytes are; the Python data source streams the others
-    (and records a file gone since it was listed).
+    plain UTF-8 files of at most ``limit`` bytes are, unless ``streamed`` names them (``file_key``);
+    the Python data source streams the others (and records a file gone since it was listed).
     """
     from connectors.registry import filesystem
 
     if not (_native(spark, read) and _utf8(read)):
         return [], files
-    plain, _ = _compressed(files)
+    plain, _ = _compressed([f for f in files if file_key(f) not in streamed])
     fs = filesystem(plain[0], storage) if plain else None
     small = {f for f in plain if 0 <= _size(fs, f) <= limit}
     return [f for f in plain if f in small], [f for f in files if f not in small]
@@ -144,7 +155,9 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, only_invalid: bool = False) -> DataFrame:
+def _lines(
+    spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, only_invalid: bool = False, streamed: frozenset[str] = frozenset(),
+) -> DataFrame:
     """(__source__, text, UNDECODABLE) per line, numbered as ``bytes.splitlines`` numbers them.
 
     Natively (local or s3a, UTF-8, not compressed, small: ``_native_split``) a file is read as bytes;
@@ -153,10 +166,10 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     streams and decodes each line and sends the undecodable and too long ones to the error sink
     itself, as the Ray reader does. ``only_invalid``
     keeps the files that are not valid UTF-8 (where every undecodable line is), dropping the
-    others before they are split.
+    others before they are split. ``streamed``: files the Python data source reads whatever they are (``file_key``).
     """
     # no line of a file of at most max_line_bytes is longer: the Python data source makes a longer one a row error
-    plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, max_line_bytes(read.source.options)))
+    plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, max_line_bytes(read.source.options)), streamed)
     frames = []
     if plain:
         raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])
@@ -190,9 +203,9 @@ def _lines(spark, read: SparkRead, files: list[str], side, storage: dict, cache:
     return _union(frames)
 
 
-def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> Checked:
-    """(__source__, text) per file; a file of more than ``WHOLE_ROW_BYTES`` is a row error (``FileTooLarge``), not a row."""
-    plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, WHOLE_ROW_BYTES))
+def _whole(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, streamed: frozenset[str] = frozenset()) -> Checked:
+    """(__source__, text) per file; a file of more than ``WHOLE_ROW_BYTES`` is a row error (``FileTooLarge``), not a row; ``streamed``: see ``_lines``."""
+    plain, packed = _native_split(spark, read, files, storage, min(NATIVE_TEXT_BYTES, WHOLE_ROW_BYTES), streamed)
     frames = []
     if plain:
         raw = scan.load(spark.read.format("binaryFile"), plain, [_hadoop_path(f, True) for f in plain])
@@ -217,9 +230,10 @@ def _undecodable(df: DataFrame, errors_from: Callable[[], DataFrame] | None = No
 
 def _jsonl(
     spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, fast: frozenset[str] = frozenset(),
-    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None,
+    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None, streamed: frozenset[str] = frozenset(),
 ) -> Checked:
-    """Parsed JSON lines; ``fast``: those of ``files`` that passed ``json_fast.aligned`` (the job's actions run one task per file); ``key``, ``count``: see ``read_source``."""
+    """Parsed JSON lines; ``fast``: those of ``files`` that passed ``json_fast.aligned`` (the job's actions run one task per file); ``key``, ``count``, ``streamed``: see ``read_source``."""
+    fast = frozenset(f for f in fast if file_key(f) not in streamed)
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage, max_line_bytes(read.source.options)))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null
@@ -229,7 +243,7 @@ def _jsonl(
     step = SparkStep(index=-1, name="table.parse_json", params=params, path="read", kind="map")
 
     def parsed(only: list[str] = files) -> Checked:
-        lines = _lines(spark, read, only, side, storage, cache).where(~F.col("text").rlike(r"^\s*$"))
+        lines = _lines(spark, read, only, side, storage, cache, streamed=streamed).where(~F.col("text").rlike(r"^\s*$"))
         # The raw line under a reserved name: a JSON field called "text" (Dolma, RedPajama) is data, not the line.
         undecodable = _undecodable(lines.withColumnRenamed("text", JSON_LINE))
         return undecodable.then(LOWERINGS["table.parse_json"].load()(undecodable.rows(), step, {}))
@@ -277,8 +291,13 @@ def _csv(spark, read: SparkRead, files: list[str], side, storage: dict, cache: C
     return _python_source(spark, files, "csv", schema, read, side, storage, cache, columns=names)
 
 
-def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None) -> DataFrame:
-    """The rows of the files whose footers read (read on the driver, on threads); each other file is one row error, written here."""
+def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cache: CacheSettings | None = None, streamed: frozenset[str] = frozenset()) -> DataFrame:
+    """The rows of the files whose footers read (read on the driver, on threads); each other file is one row error, written here.
+
+    Spark reads the files natively, but for those ``streamed`` names (``file_key``: Spark could not
+    read them): the Python data source reads those a row group at a time, each row group that does
+    not read a row error, as on Ray.
+    """
     from connectors.registry import parquet_footers, unreadable_parquet
     from dataflow.runtime.stats import batch_key
 
@@ -289,12 +308,20 @@ def _parquet(spark, read: SparkRead, files: list[str], side, storage: dict, cach
         files = [f for f, got in zip(files, footers) if isinstance(got, list)]
         if not files:
             return spark.createDataFrame([], T.StructType([T.StructField(SOURCE, T.StringType())]))
-    if _native(spark, read):
-        df = scan.load(spark.read.format("parquet"), files, [_hadoop_path(f, True) for f in files])
+    native = [f for f in files if file_key(f) not in streamed] if _native(spark, read) else []
+    if native:
+        df = scan.load(spark.read.format("parquet"), native, [_hadoop_path(f, True) for f in native])
         own = F.concat(_our_path(), F.lit(ROW), F.col("_metadata.row_index").cast("string"))
         if read.source.options.get("keep_lineage") and SOURCE in df.columns:
             own = col(SOURCE)
-        return df.select(own.alias(SOURCE), *[col(c) for c in df.columns if c != SOURCE])
+        df = df.select(own.alias(SOURCE), *[col(c) for c in df.columns if c != SOURCE])
+        rest = [f for f in files if f not in native]
+        if not rest:
+            return df
+        names = df.columns
+        # The Arrow types Spark reads as its own: the streamed rows take the native frame's types, by name.
+        streamed_df = _python_source(spark, rest, "parquet", df.schema, read, side, storage, cache, columns=names)
+        return df.unionByName(streamed_df)
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -334,7 +361,7 @@ def _refuse_working(result: DataFrame | Checked) -> DataFrame | Checked:
 
 def read_source(
     spark, read: SparkRead, files: list[str], side, storage: dict[str, dict[str, Any]], cache: CacheSettings | None = None, fast_json: frozenset[str] = frozenset(),
-    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None,
+    key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None, streamed: frozenset[str] = frozenset(),
 ) -> DataFrame | Checked:
     """Return the rows of ``files``: a ``__source__`` column first, then the data.
 
@@ -346,7 +373,8 @@ def read_source(
     ``json_fast.one_task_per_file``), the others by the exact path; ``key``: with it, and every
     file read by ``json_fast``, the ``__source__`` of those lines is its numeric key (``lineage_key``). ``count(rows, bad)``: a
     read that can count its rows and bad rows as they are read does so through it (the result is
-    then ``Checked.counted``).
+    then ``Checked.counted``). ``streamed``: files (``file_key``) the Python data source reads, not
+    Spark natively (a job stopped at them: a corrupt Parquet page, a file gone while it ran).
     """
     if read.source.in_memory:  # rows this process holds (dataflow.memory), no files
         from dataflow.engines.spark.memory_io import held_frame
@@ -356,17 +384,17 @@ def read_source(
         apply_settings(spark, s3a_settings(storage.get("s3", {})))
     fmt = read.source.format
     if fmt == "parquet":
-        return _refuse_working(_parquet(spark, read, files, side, storage, cache))
+        return _refuse_working(_parquet(spark, read, files, side, storage, cache, streamed))
     if fmt == "csv":
         return _refuse_working(_csv(spark, read, files, side, storage, cache))
     if fmt == "jsonl":
-        return _refuse_working(_jsonl(spark, read, files, side, storage, cache, fast=fast_json, key=key, count=count))
+        return _refuse_working(_jsonl(spark, read, files, side, storage, cache, fast=fast_json, key=key, count=count, streamed=streamed))
     if read.source.options.get("split", "file") == "line":
         skip_empty = read.source.options.get("skip_empty", True)
 
         def lines(only_invalid: bool) -> DataFrame:
-            df = _lines(spark, read, files, side, storage, cache, only_invalid=only_invalid)
+            df = _lines(spark, read, files, side, storage, cache, only_invalid=only_invalid, streamed=streamed)
             return df.where(~F.col("text").rlike(r"^\s*$")) if skip_empty else df
 
         return _undecodable(lines(False), lambda: lines(True))
-    return _whole(spark, read, files, side, storage, cache)
+    return _whole(spark, read, files, side, storage, cache, streamed)

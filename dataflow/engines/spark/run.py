@@ -27,7 +27,7 @@ from dataflow.engines.spark.compile import SparkJob, SparkRead, SparkStep
 from dataflow.engines.spark.counters import READ_STEP, Observed, bad_rows, job_stats, keep_observed, read_part, step_part
 from dataflow.engines.spark.json_fast import aligned, line_key, may_be_eligible, spark_reads
 from dataflow.engines.spark.python_steps import DROPS, SAMPLE_ROWS, python_step
-from dataflow.engines.spark.read import read_source
+from dataflow.engines.spark.read import file_key, read_source
 from dataflow.engines.spark.lowerings import LOWERINGS
 from dataflow.engines.spark.table_ops import BAD, Checked
 from dataflow.engines.spark.write import WRITTEN_SCHEMA, error_writer, part_writer
@@ -36,7 +36,7 @@ from dataflow.runtime.stats import SideOutputs, batch_key
 if TYPE_CHECKING:
     from dataflow.runtime.settings import CacheSettings
 
-__all__ = ["JobFrames", "build_frames", "finish_side_outputs", "release", "write_outputs"]
+__all__ = ["JobFrames", "build_frames", "discard_attempt", "finish_side_outputs", "release", "shard_tag", "write_outputs"]
 
 _ERRORS_PER_FILE = 100_000  # error records per file the error write aims at
 ROWS_IN = "__df_rows_in__"  # an aggregate's hidden count of its input rows, summed by its own observation
@@ -73,9 +73,10 @@ class JobFrames:
 
 
 class _Builder:
-    def __init__(self, observe: bool, fast_json: bool = False):
+    def __init__(self, observe: bool, fast_json: bool = False, streamed: frozenset[str] = frozenset()):
         self.observe = observe
         self.fast_json = fast_json
+        self.streamed = streamed
         self.frames = JobFrames(output=None)
         self.tag = uuid.uuid4().hex[:8]
 
@@ -147,7 +148,7 @@ class _Builder:
         # The alignment check reads every file Spark's reader can take (numpy, mostly without the
         # GIL) while Spark analyses the frames of them all on the fast path; they are dropped when a
         # file fails it, and the files that passed take the fast path beside the others.
-        readable = frozenset(f for f in files if spark_reads(f))
+        readable = frozenset(f for f in files if spark_reads(f) and file_key(f) not in self.streamed)
         mark = self.frames.mark()
         with ThreadPoolExecutor(max_workers=1) as pool:
             checked = pool.submit(aligned, read, files, spark)
@@ -155,7 +156,7 @@ class _Builder:
                 df = self._chain(*args, fast=readable)
             except AnalysisException:  # a file gone since it was listed: the check leaves it to the exact path, which records it
                 df = None
-            fast = checked.result()
+            fast = checked.result() & readable
         if df is None or fast != readable:
             self.frames.undo(mark)
             df = self._chain(*args, fast=fast)
@@ -170,7 +171,7 @@ class _Builder:
         key = line_key(files) if len(fast) == len(files) and read.lineage and read.lineage_key_until is not None else None
         read_obs = Observation(f"dataflow_{self.tag}_{chain}_{READ_STEP}") if self.observe else None
         count = functools.partial(_counted, read_obs) if read_obs is not None else None
-        df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key, count=count)
+        df = read_source(spark, read, files, side, storage, cache, fast_json=fast, key=key, count=count, streamed=self.streamed)
         tasks = spark.sparkContext.defaultParallelism
         if fast and isinstance(df, Checked) and len(files) > tasks and _native_until_global(steps):
             # Numbered, the lines of many files need not stay one task each: a step that shuffles
@@ -252,18 +253,20 @@ def _error_records(failed: DataFrame, checked: Checked, bad: Column, op: str, re
 
 
 def build_frames(
-    spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: CacheSettings | None = None, fast_json: bool = False
+    spark, job: SparkJob, files: list[str], side: SideOutputs, storage: dict, observe: bool = True, cache: CacheSettings | None = None, fast_json: bool = False,
+    streamed: frozenset[str] = frozenset(),
 ) -> JobFrames:
     """Build (lazily) the output frame of ``job`` over ``files``, and the frames of its row errors.
 
     ``cache`` (a ``CacheSettings``): remote files are read through the node-local cache tier.
     ``fast_json``: the frames are computed only by the caller's own actions (never handed out), so
     aligned local JSON lines may be read by ``json_fast``; the caller then runs those actions in
-    ``json_fast.one_task_per_file`` when ``JobFrames.one_task_per_file`` says so.
+    ``json_fast.one_task_per_file`` when ``JobFrames.one_task_per_file`` says so. ``streamed``:
+    files (``read.file_key``) the Python data source reads, not Spark natively.
     """
     from connectors.registry import list_files
 
-    builder = _Builder(observe, fast_json)
+    builder = _Builder(observe, fast_json, streamed)
     named: dict[str, DataFrame] = {}
     for side_input in job.inputs:
         src = side_input.read.source
@@ -323,8 +326,7 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
     from connectors.formats import WrittenFile
 
     w = job.write
-    # Files are named after the run and the shard (its tmp folder): shards of one run commit side by side.
-    tag = batch_key([run_id, tmp_data])[:8]
+    tag = shard_tag(run_id, tmp_data)
     left_out = [*w.leaves_out, *(() if w.sink.lineage else (SOURCE,))]
     output = frames.output.drop(*left_out) if left_out else frames.output
     try:
@@ -340,6 +342,25 @@ def write_outputs(frames: JobFrames, job: SparkJob, side: SideOutputs, storage: 
         raise
     finish_side_outputs(frames, side, run_id, tmp_data)
     return written
+
+
+def shard_tag(run_id: str, tmp_data: str) -> str:
+    """The name the shard's written files carry: files are named after the run and the shard (its tmp folder), so shards of one run commit side by side."""
+    return batch_key([run_id, tmp_data])[:8]
+
+
+def discard_attempt(side: SideOutputs, tmp_data: str, run_id: str, publish_root: str | None = None) -> None:
+    """Remove what a stopped ``write_outputs`` of the shard left: its temporary folder (parts, side outputs) and the parts it uploaded to final names."""
+    from connectors.registry import filesystem
+
+    fs = filesystem(side.uri, side.storage_options)
+    tmp = posixpath.dirname(tmp_data)
+    if fs.exists(tmp):
+        fs.rm(tmp, recursive=True)
+    if publish_root is not None:
+        tag = shard_tag(run_id, tmp_data)
+        for path in [*fs.glob(f"{publish_root}/part-{tag}-*"), *fs.glob(f"{publish_root}/files-{tag}-*")]:
+            fs.rm(path)
 
 
 def release(frames: JobFrames) -> None:

@@ -213,3 +213,43 @@ def test_audio_curation_from_s3_to_s3(ray_local, s3_options, bucket, tmp_path, c
     rows = [r for p in _committed(fs, f"{bucket}/segments") for r in pq.read_table(fs.open(p, "rb")).to_pylist()]
     assert len(rows) == planted["segments"] and {r["sample_rate"] for r in rows} == {16000}
     assert all(r["__source__"].startswith(f"s3://{bucket}/audio/speech_") for r in rows)
+
+
+def test_spark_run_again_past_a_corrupt_page_leaves_no_part_of_the_stopped_job(spark_local, s3_options, bucket, tmp_path):
+    """A corrupt Parquet page stops Spark's job after other tasks may have uploaded parts to final names; the job runs again and only its parts are committed."""
+    import pyarrow as pa
+
+    from dataflow.engines.spark.run import discard_attempt, shard_tag
+    from dataflow.runtime.stats import SideOutputs
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for i in range(4):
+        pq.write_table(pa.table({"a": list(range(i * 100, i * 100 + 100))}), src / f"{i}.parquet")
+    bad = src / "2.parquet"
+    pq.write_table(pa.table({"a": list(range(200, 300))}), bad, compression="snappy")
+    data = bytearray(bad.read_bytes())
+    start = pq.read_metadata(bad).row_group(0).column(0).data_page_offset
+    data[start + 20 : start + 120] = b"\xff" * 100
+    bad.write_bytes(bytes(data))
+    spec = PipelineSpec.model_validate({
+        "name": "pages", "engine": "spark", "source": {"uri": str(src), "format": "parquet"},
+        "steps": [{"op": "table.filter_rows", "params": {"where": "a >= 0"}}],
+        "sink": {"uri": f"s3://{bucket}/pages", "format": "jsonl"}, "storage": {"options": {"s3": s3_options}},
+    })  # fmt: skip
+    report = run_pipeline(spec, RunOptions(progress=False))
+    fs = S3Storage(**s3_options)
+    committed = _committed(fs, f"{bucket}/pages")
+    rows = sorted(json.loads(line)["a"] for f in committed for line in fs.cat_file(f).decode().splitlines())
+    assert rows == [*range(0, 200), *range(300, 400)] and (report.rows_out, report.rows_errored) == (300, 1)
+    assert sorted(p for p in fs.find(f"{bucket}/pages") if "/part-" in p) == sorted(committed)
+
+    # What a stopped job leaves, removed by name: its tmp folder and its own uploads, not another shard's.
+    root = f"{bucket}/left"
+    side = SideOutputs(uri=f"s3://{root}", storage_options={"s3": s3_options}, stats_dir=f"{root}/_tmp/r/s0/_stats", errors_dir=f"{root}/_tmp/r/s0/_errors")
+    tmp_data = f"{root}/_tmp/r/s0/data"
+    mine, other = shard_tag("r", tmp_data), shard_tag("r", f"{root}/_tmp/r/s1/data")
+    for key in (f"_tmp/r/s0/data/part-{mine}-00000-0000.jsonl", f"_tmp/r/s0/_stats/x.json", f"part-{mine}-00001-0000.jsonl", f"files-{mine}-00002-0000", f"part-{other}-00000-0000.jsonl"):
+        fs.pipe_file(f"{root}/{key}", b"x")
+    discard_attempt(side, tmp_data, "r", publish_root=root)
+    assert sorted(fs.find(root)) == [f"{root}/part-{other}-00000-0000.jsonl"]
