@@ -179,6 +179,19 @@ def _with_columns_rows(d: Data) -> list[dict[str, Any]]:
     return [d.row(i, **e) for i, e in enumerate(extra)]
 
 
+def _compound_windows() -> list[dict]:
+    """Each LINKS row's compound window columns, computed here from its key's rows (LINKS lists each key's rows in ts order)."""
+    out = []
+    for r in LINKS:
+        same = [x for x in LINKS if x["link"] == r["link"]]
+        pos = same.index(r)
+        prev = same[pos - 1]["rx"] if pos else None
+        total = sum(x["crc"] for x in same if x["crc"] is not None)
+        out.append({"step": None if prev is None or r["rx"] is None else r["rx"] - prev, "span": max(x["ts"] for x in same) - min(x["ts"] for x in same),
+                    "share": None if r["crc"] is None or not total else r["crc"] / total, "rn0": pos})
+    return out
+
+
 def _windows(d: Data) -> list[dict[str, Any]]:
     slope = -0.5 / 1800
     spec = [  # link, start, n, lo, slope, source row (overlapping windows: the start keeps identities unique)
@@ -378,6 +391,12 @@ CASES: dict[str, Case] = {
         "links",
         [{"op": "table.window_columns", "params": {"columns": {"n": "count(*)", "hi": "max(rx)"}}}],
         lambda d: [d.row(i, n=6, hi=-2.0) for i in range(len(LINKS))],
+    ),
+    "window_columns_compound": Case(
+        "links",
+        [{"op": "table.window_columns", "params": {"keys": ["link"], "order_by": "ts", "columns": {
+            "step": "rx - lag(rx)", "span": "max(ts) - min(ts)", "share": "crc / sum(crc)", "rn0": "row_number() - 1"}}}],
+        lambda d: [d.row(i, **e) for i, e in enumerate(_compound_windows())],
     ),
     "unix_timestamp": Case(
         "links",

@@ -29,7 +29,7 @@ from dataflow.ops.table.parse_regex import group_names, java_pattern, named_patt
 from dataflow.ops.table.sql import ORDERED_WINDOW, columns_of, parse, parse_aggregation, parse_window, spark_sql
 from dataflow.ops.table.types import SPARK_TYPES
 from dataflow.ops.table.window_aggregate import TIME_SECONDS
-from dataflow.ops.table.window_columns import window_spec
+from dataflow.ops.table.window_columns import over_key
 
 __all__ = ["BAD", "Checked"]
 
@@ -238,9 +238,8 @@ def _window_columns(df: DataFrame, step: SparkStep, named) -> DataFrame:
     columns: dict[str, Column] = {}
     for name, text in p.columns.items():
         tree = parse_window(text)
-        part, order = window_spec(list(p.keys or []), p.order_by, SOURCE in df.columns, isinstance(tree, ORDERED_WINDOW))
-        window = Window.partitionBy(*[col(k) for k in part]).orderBy(*[col(c).asc_nulls_first() for c in order])
-        columns[name] = F.expr(spark_sql(tree, _vars(step), kinds=_kinds(df, tree))).over(window if order else Window.partitionBy(*[col(k) for k in part]))
+        windowed = over_key(tree, list(p.keys or []), p.order_by, SOURCE in df.columns)
+        columns[name] = F.expr(spark_sql(windowed, _vars(step), kinds=_kinds(df, tree)))
     return df.withColumns(columns)
 
 

@@ -34,6 +34,7 @@ from dataflow.ops.table.coercion import coerced
 
 __all__ = [
     "ORDERED_WINDOW",
+    "window_calls",
     "ExprError",
     "columns_of",
     "duckdb_sql",
@@ -122,6 +123,15 @@ def parse(text: str, generator: bool = False) -> exp.Expression:
     return tree
 
 
+def _check_calls(calls: list[exp.Expression], find, text: str, implicit_x: bool = False) -> None:
+    """Each of ``calls`` (aggregate or window functions) holds no other (``find``), and a ``slope`` has 2 arguments (1 too: ``implicit_x``)."""
+    for call in calls:
+        if any(inner is not call for inner in find(call)):
+            raise ExprError(f"aggregate and window functions cannot be nested in {call.key} in {text!r}")
+        if isinstance(call, exp.Anonymous) and call.name.lower() == "slope" and not (1 if implicit_x else 2) <= len(call.expressions) <= 2:
+            raise ExprError(f"'slope' takes {'1 to 2' if implicit_x else 2} argument(s), got {len(call.expressions)} in {text!r}")
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_aggregation(text: str, *, implicit_x: bool = False) -> exp.Expression:
     """Parse an aggregation such as ``count(*)``, ``sum(crc) / count(*)`` or ``slope(rx, ts)``.
@@ -140,13 +150,7 @@ def parse_aggregation(text: str, *, implicit_x: bool = False) -> exp.Expression:
     aggs = list(_aggregates(tree))
     if not aggs:
         raise ExprError(f"an aggregation needs an aggregate function (count(*), sum(x), avg(x), percentile_approx(x, 0.5), slope(y, x)...), got {text!r}")
-    for agg in aggs:
-        if any(inner is not agg for inner in _aggregates(agg)):
-            raise ExprError(f"aggregate functions cannot be nested in {text!r}")
-        if isinstance(agg, exp.Anonymous) and agg.name.lower() == "slope":
-            n = len(agg.expressions)
-            if not (1 if implicit_x else 2) <= n <= 2:
-                raise ExprError(f"'slope' takes {'1 to 2' if implicit_x else 2} argument(s), got {n} in {text!r}")
+    _check_calls(aggs, _aggregates, text, implicit_x)
     scopes = [a.parent if isinstance(a.parent, exp.Filter) else a for a in aggs]  # sum(x) FILTER (WHERE ...)
     for col in _columns(tree):
         if not _inside(col, scopes):
@@ -158,28 +162,33 @@ def parse_aggregation(text: str, *, implicit_x: bool = False) -> exp.Expression:
 ORDERED_WINDOW = (exp.Lag, exp.Lead, exp.RowNumber)
 
 
+def window_calls(tree: exp.Expression):
+    """The window functions of a ``table.window_columns`` column: its aggregations and ``ORDERED_WINDOW`` calls."""
+    yield from tree.find_all(*ORDERED_WINDOW)
+    yield from _aggregates(tree)
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_window(text: str) -> exp.Expression:
-    """Parse a ``table.window_columns`` column: ``lag(x[, n])``, ``lead(x[, n])``, ``row_number()`` or an aggregation.
+    """Parse a ``table.window_columns`` column: an expression of window functions and the row's columns.
+
+    Window functions are ``lag(x[, n])``, ``lead(x[, n])``, ``row_number()`` and aggregations:
+    ``max(ts)``, ``rx - lag(rx)``, ``max(y) - min(y)``, ``x / sum(x)``.
 
     Raises:
-        ExprError: anything else, an offset that is not a positive integer literal, or an aggregate inside lag/lead.
+        ExprError: no window function, one inside another, an offset that is not a positive integer literal, a bad ``slope``.
     """
     tree = _syntax(text)
-    if isinstance(tree, exp.RowNumber):
-        return tree
-    if isinstance(tree, (exp.Lag, exp.Lead)):
-        _check_functions(tree, text)
-        offset = tree.args.get("offset")
+    _check_functions(tree, text)
+    calls = list(window_calls(tree))
+    if not calls:
+        raise ExprError(f"expected lag(x[, n]), lead(x[, n]), row_number() or an aggregation (count(*), max(x)...) in {text!r}")
+    _check_calls(calls, window_calls, text)
+    for call in calls:
+        offset = call.args.get("offset") if isinstance(call, (exp.Lag, exp.Lead)) else None
         if offset is not None and not (isinstance(offset, exp.Literal) and not offset.is_string and offset.name.isdigit() and int(offset.name) > 0):
-            raise ExprError(f"the offset of {tree.key} must be a positive integer literal in {text!r}")
-        if next(_aggregates(tree.this), None) is not None:
-            raise ExprError(f"aggregate functions cannot be nested in {tree.key} in {text!r}")
-        return tree
-    try:
-        return parse_aggregation(text)
-    except ExprError as exc:
-        raise ExprError(f"expected lag(x[, n]), lead(x[, n]), row_number() or an aggregation: {exc}") from None
+            raise ExprError(f"the offset of {call.key} must be a positive integer literal in {text!r}")
+    return tree
 
 
 def _inside(node: exp.Expression, ancestors: list[exp.Expression]) -> bool:

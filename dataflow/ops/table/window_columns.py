@@ -10,22 +10,34 @@ from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.ops.table.duck import over_rows
-from dataflow.ops.table.sql import ORDERED_WINDOW, duckdb_sql, parse_window
+from dataflow.ops.table.sql import ORDERED_WINDOW, duckdb_sql, parse_window, window_calls
 from dataflow.ops.table.sql_params import WindowExpr
 from dataflow.ops.table.types import ColumnName
 
-__all__ = ["window_columns", "window_spec"]
+__all__ = ["over_key", "window_columns"]
 
 
 def _columns_after(columns_in: frozenset[str] | None, params) -> frozenset[str] | None:
     return None if columns_in is None else frozenset(columns_in) | set(params.columns)
 
 
-def window_spec(keys: list[str], order_by: str | None, source: bool, ordered: bool) -> tuple[list[str], list[str]]:
-    """(partition columns, order columns) of one window column: ordered ones by ``order_by`` then ``__source__``."""
-    if not ordered:
-        return keys, []
-    return keys, [*([order_by] if order_by else []), *([SOURCE] if source else [])]
+def over_key(tree: exp.Expression, keys: list[str], order_by: str | None, source: bool) -> exp.Expression:
+    """``tree`` (``parse_window``) with each window function over its key's rows, as Spark and DuckDB both read it.
+
+    An aggregation covers all the key's rows; ``lag``, ``lead`` and ``row_number`` follow
+    ``order_by`` then ``__source__`` (``source``: the rows have it), nulls first.
+    """
+    tree = tree.copy()
+    partition = [exp.column(k, quoted=True) for k in keys] or None
+    for call in list(window_calls(tree)):
+        scope = call.parent if isinstance(call.parent, exp.Filter) else call  # sum(x) FILTER (WHERE ...) OVER (...)
+        order = [*([order_by] if order_by else []), *([SOURCE] if source else [])] if isinstance(call, ORDERED_WINDOW) else []
+        ordered = exp.Order(expressions=[exp.Ordered(this=exp.column(c, quoted=True), desc=False, nulls_first=True) for c in order]) if order else None
+        window = exp.Window(this=scope.copy(), partition_by=partition, order=ordered)
+        if scope is tree:
+            return window
+        scope.replace(window)
+    return tree
 
 
 @op(name="table.window_columns", modality="table", inputs=(), outputs=(SOURCE,), kind="global", partition_by="keys",
@@ -44,8 +56,9 @@ def window_columns(
     ``max(ts) OVER (PARTITION BY keys)``. ``lag(x, n)`` / ``lead(x, n)`` are x n rows before / after
     in ``order_by`` order (ties by ``__source__``; null past the key's first / last row), and
     ``row_number()`` counts from 1: ``lag(x, n) OVER (PARTITION BY keys ORDER BY order_by)``.
-    Nulls sort first, as in Spark's ascending order. Example:
-    ``columns: {last_ts: "max(ts)", crc_prev: "lag(crc_errors)"}``.
+    Nulls sort first, as in Spark's ascending order. A column may combine them with the row's own
+    columns: ``rx - lag(rx)``, ``max(ts) - min(ts)``, ``crc / sum(crc)``. Example:
+    ``columns: {last_ts: "max(ts)", crc_prev: "lag(crc_errors)", rx_step: "rx - lag(rx)"}``.
 
     Args:
         columns: New column name -> window function; a later one may not read an earlier one.
@@ -53,12 +66,6 @@ def window_columns(
         order_by: Column that orders a key's rows for lag, lead and row_number.
         vars: Values for ``:name`` markers in the arguments.
     """
-    sql = {}
-    for name, text in columns.items():
-        tree = parse_window(text)
-        part, order = window_spec(list(keys or []), order_by, SOURCE in batch.column_names, isinstance(tree, ORDERED_WINDOW))
-        window = exp.Window(this=tree.copy(), partition_by=[exp.column(k, quoted=True) for k in part] or None,
-                            order=exp.Order(expressions=[exp.Ordered(this=exp.column(c, quoted=True), desc=False, nulls_first=True) for c in order]) if order else None)
-        value = duckdb_sql(window, vars, kinds=arrow_kinds(batch.schema))
-        sql[name] = f"CAST({value} AS INTEGER)" if isinstance(tree, exp.RowNumber) else value  # Spark's row_number is an INT
+    sql = {name: duckdb_sql(over_key(parse_window(text), list(keys or []), order_by, SOURCE in batch.column_names), vars, kinds=arrow_kinds(batch.schema))
+           for name, text in columns.items()}
     return over_rows(batch, sql)

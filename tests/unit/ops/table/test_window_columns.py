@@ -30,3 +30,20 @@ def test_no_keys_is_one_partition_and_bad_functions_are_rejected():
         window_columns.params(columns={"p": "lag(v, -1)"})
     with pytest.raises(pydantic.ValidationError, match="row_number"):
         window_columns.params(columns={"p": "v + 1"})
+
+
+def test_a_column_may_combine_window_functions_with_the_rows_own_columns():
+    out = window_columns(T, keys=["k"], order_by="ts", columns={"step": "v - lag(v)", "span": "max(ts) - min(ts)", "share": "v / sum(v)", "rn0": "row_number() - 1"})
+    rows = {r["__source__"]: r for r in out.to_pylist()}
+    order = ("s1", "s3", "s5", "s0")  # key a in order; v: 20, None, 40, 10 (sum 70)
+    assert [rows[s]["step"] for s in order] == [None, None, None, -30]
+    assert {rows[s]["span"] for s in order} == {2} and [rows[s]["rn0"] for s in order] == [0, 1, 2, 3]
+    assert [rows[s]["share"] for s in order] == [20 / 70, None, 40 / 70, 10 / 70]
+    assert out.schema.field("rn0").type == pa.int32()  # Spark's row_number is an INT
+    with pytest.raises(pydantic.ValidationError, match="cannot be nested in lag"):
+        window_columns.params(columns={"p": "lag(max(v))"})
+    with pytest.raises(pydantic.ValidationError, match="cannot be nested in max"):
+        window_columns.params(columns={"p": "max(lag(v))"})
+    with pytest.raises(pydantic.ValidationError, match="not allowed here"):
+        window_columns.params(columns={"p": "max(v) OVER (PARTITION BY k)"})
+
