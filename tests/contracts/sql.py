@@ -118,7 +118,7 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("factorial(i * 3)", N, N), ("months_between(to_date('2024-03-31'), to_date(dt))", 0.83870968, N), ("nanvl(d, 0.0)", 2.5, N),
     ("nanvl(cast('NaN' as double), 1.0)", 1.0, 1.0), ("cast(trunc(to_date(dt), 'MM') as string)", "2024-03-01", N),
     ("cast(trunc(to_date(dt), 'YEAR') as string)", "2024-01-01", N), ("cast(date_trunc('MON', to_timestamp(ts)) as string)", "2024-03-01 00:00:00", N),
-    ("elt(2, s, 'x')", "x", "x"), ("elt(1, s, 'x')", "Hello World", N), ("array_distinct(array(3, 1, 3, 2, 1))", [3, 1, 2], [3, 1, 2]),
+    ("elt(2, s, 'x')", "x", "x"), ("elt(1, s, 'x')", "Hello World", N), ("elt(i, s, 'x')", N, N), ("elt(j - 2, s)", N, N), ("array_distinct(array(3, 1, 3, 2, 1))", [3, 1, 2], [3, 1, 2]),
     ("array_distinct(array(i, NULL, i, NULL))", [7, N], [N]),
 ]
 

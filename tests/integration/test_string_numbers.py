@@ -55,3 +55,20 @@ def test_json_numbers_written_as_strings_compare_as_numbers(engine, tmp_path):
     report, rows, errors = run_doc(doc)
     assert _groups(rows) == WANT and errors == []
     assert report.rows_in == 6
+
+
+def test_numbers_computed_as_text_compare_and_aggregate_as_numbers(engine, tmp_path):
+    """A log line's status code by ``regexp_extract`` and a JSON field by ``get_json_object`` (both text), beside numbers."""
+    logs = ["GET /a code=200 ms=12.5", "GET /b code=503 ms=40", "GET /c code=500 ms=n/a", "GET /d no code", "GET /e code=404 ms=7"]
+    (tmp_path / "in.txt").write_text("".join(line + "\n" for line in logs))
+    doc = {"name": "computed-numbers", "engine": engine, "source": {"uri": str(tmp_path / "in.txt"), "format": "text", "options": {"split": "line"}},
+           "steps": [
+               {"op": "table.with_columns", "params": {"columns": {"ms": "regexp_extract(text, 'ms=(\\\\S+)', 1)", "meta": "concat('{\"n\": ', length(text), '}')"}}},
+               {"op": "table.filter_rows", "params": {"where": "regexp_extract(text, 'code=(\\\\d+)', 1) >= 500 OR ms > 10"}},
+               {"op": "table.aggregate", "params": {"aggregations": {"n": "count(*)", "total_ms": "sum(ms)", "len": "max(get_json_object(meta, '$.n') + 0)"}}},
+           ],
+           "sink": {"uri": str(tmp_path / "out"), "format": "parquet"}}
+    report, rows, errors = run_doc(doc)
+    kept = [line for line in logs if "code=5" in line or "ms=12.5" in line or "ms=40" in line]  # the no-code line: '' is no number, so NULL
+    assert [{k: v for k, v in r.items() if k != "__source__"} for r in rows] == [{"n": len(kept), "total_ms": 52.5, "len": max(len(line) for line in kept)}]
+    assert errors == [] and report.rows_in == len(logs)

@@ -9,7 +9,8 @@ types are known (``kinds``), so both engines give the same rows and a value that
 NULL, as an explicit ``CAST`` is here (``dataflow.ops.table.sql``). A comparison (``=``, ``<``,
 ``BETWEEN``, ``IN``, ...) reads the string as a DOUBLE whatever the number beside it: the same
 answer as Spark's wherever Spark gives one, and ``'12.5' >= 10`` true where Spark's BIGINT cast
-fails. Only a column is cast, not a computed string (``upper(s) > 1`` stays as the engine takes it).
+fails. A string computed by a function of text (``regexp_extract(msg, 'code=(\\d+)', 1) >= 500``,
+``date_format(ts, 'HH') < 6``, ``upper(s)``, ``get_json_object``...) is cast as a string column is.
 """
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Mod)
 _AS_DOUBLE = (exp.Sum, exp.Avg, exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop, exp.Abs, exp.Neg, exp.Round, exp.ApproxQuantile)
 _INTEGRAL = frozenset({"tinyint", "smallint", "int", "integer", "bigint", "byte", "short", "long"})
 _FRACTIONAL = frozenset({"float", "double", "real", "decimal"})
+#: Functions whose value is text, whatever their arguments' types.
+_TEXT_VALUED = (
+    exp.Upper, exp.Lower, exp.Initcap, exp.Concat, exp.DPipe, exp.Substring, exp.SubstringIndex, exp.Left, exp.Right, exp.Trim, exp.Pad,
+    exp.Replace, exp.Translate, exp.RegexpExtract, exp.RegexpReplace, exp.SplitPart, exp.JSONExtractScalar, exp.TimeToStr, exp.Format,
+)
 
 
 def kind_of_type(name: str) -> str | None:
@@ -63,7 +69,7 @@ def _kind(node: exp.Expression, kinds: Mapping[str, str]) -> str | None:
         return kind_of_type(node.to.sql(dialect="spark"))
     if isinstance(node, exp.Column) and not node.table:
         return kinds.get(node.name)
-    return None
+    return STRING if isinstance(node, _TEXT_VALUED) else None
 
 
 def _number(node: exp.Expression, kind: str) -> exp.Expression:
@@ -102,17 +108,18 @@ def _operands(node: exp.Expression) -> list[exp.Expression]:
 
 
 def may_coerce(tree: exp.Expression) -> bool:
-    """Whether ``coerced`` might cast something in ``tree`` (a column beside what is not text, in a numeric function): else the kinds need not be looked up."""
+    """Whether ``coerced`` might cast something in ``tree`` (a column or text beside what is not text, in a numeric function): else the kinds need not be looked up."""
     for node in tree.walk():
         operands = [o.unnest() for o in _operands(node)]
-        if any(isinstance(o, exp.Column) for o in operands) and not any(isinstance(o, exp.Literal) and o.is_string for o in operands):
+        if any(isinstance(o, (exp.Column, *_TEXT_VALUED)) for o in operands) and not any(isinstance(o, exp.Literal) and o.is_string for o in operands):
             return True
     return False
 
 
 def coerced(tree: exp.Expression, kinds: Mapping[str, str] | None) -> exp.Expression:
-    """``tree`` (a copy the caller owns) with a string column beside a number cast to it as Spark would, by ``TRY_CAST``; ``kinds``: the input columns' kinds."""
-    if kinds and any(kinds.get(c.name) == STRING for c in tree.find_all(exp.Column)) and may_coerce(tree):
+    """``tree`` (a copy the caller owns) with a string column or computed text beside a number cast to it as Spark would, by ``TRY_CAST``; ``kinds``: the input columns' kinds."""
+    kinds = kinds or {}
+    if (any(kinds.get(c.name) == STRING for c in tree.find_all(exp.Column)) or tree.find(*_TEXT_VALUED)) and may_coerce(tree):
         for node in list(tree.walk()):
             _coerce(node, kinds)
     return tree

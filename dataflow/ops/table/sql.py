@@ -276,6 +276,9 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return exp.TryCast(this=node.this, to=node.to, safe=True)
     if isinstance(node, exp.Anonymous) and node.name.lower() in HELPERS:
         return exp.Anonymous(this=HELPERS[node.name.lower()], expressions=_slope_x(node, default_x))
+    if isinstance(node, exp.Elt):  # elt(n, a, b...): NULL outside 1..count, as element_at (ANSI fails the task)
+        count = exp.Literal.number(len(node.expressions))
+        return exp.Case(ifs=[exp.If(this=exp.Between(this=node.this.copy(), low=exp.Literal.number(1), high=count), true=node)])
     if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None:  # unreadable text: NULL, never a failed task
         fmt = node.args["format"]
         if isinstance(fmt, exp.Literal):  # sqlglot keeps a literal pattern in its own form: Spark's back
