@@ -120,6 +120,24 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("cast(trunc(to_date(dt), 'YEAR') as string)", "2024-01-01", N), ("cast(date_trunc('MON', to_timestamp(ts)) as string)", "2024-03-01 00:00:00", N),
     ("elt(2, s, 'x')", "x", "x"), ("elt(1, s, 'x')", "Hello World", N), ("elt(i, s, 'x')", N, N), ("elt(j - 2, s)", N, N), ("array_distinct(array(3, 1, 3, 2, 1))", [3, 1, 2], [3, 1, 2]),
     ("array_distinct(array(i, NULL, i, NULL))", [7, N], [N]),
+    # found by running the examples of Spark's function reference on both engines (dataflow/ops/table/duck_functions.py)
+    ("transform(arr, (x, k) -> x + k)", [10, 21, 32], N), ("filter(arr, (x, k) -> k > 0)", [20, 30], N),
+    ("aggregate(arr, cast(0 as bigint), (acc, x) -> acc + x, acc -> acc * 10)", 600, N), ("sequence(j, 0)", [2, 1, 0], N), ("sequence(0, j)", [0, 1, 2], N),
+    ("format_string('%d-%s', coalesce(i, 0), coalesce(s, '?'))", "7-Hello World", "0-?"), ("printf('%.1f', coalesce(d, 0.0))", "2.5", "0.0"),
+    ("levenshtein(s, 'Hello', 3)", -1, N), ("levenshtein(s, 'Hello World!', 3)", 1, N),
+    ("array_contains(arr, 20)", True, N), ("array_contains(arr, 25)", False, N), ("array_contains(array(1, NULL), i)", N, N),
+    ("array_position(arr, 30)", 3, N), ("array_position(arr, 25)", 0, N), ("array_remove(array(1, NULL, 2), j)", [1, N], N),
+    ("exists(arr, x -> x > i)", True, N), ("exists(array(1, NULL), x -> x > i)", N, N), ("forall(arr, x -> x > i)", True, N),
+    ("forall(array(8, NULL), x -> x > i)", N, N), ("forall(array(8, NULL, 1), x -> x > i)", False, N),
+    ("dayname(dt)", "Tue", N), ("monthname(ts)", "Mar", N), ("quarter(dt)", 1, N), ("cast(last_day(dt) as string)", "2024-03-31", N),
+    ("cast(next_day(dt, 'Mon') as string)", "2024-03-11", N), ("cast(add_months(to_date(dt), 1) as string)", "2024-04-05", N),
+    ("typeof(i)", "bigint", "bigint"), ("typeof(d)", "double", "double"), ("typeof(s)", "string", "string"), ("typeof(arr)", "array<bigint>", "array<bigint>"),
+    ("width_bucket(d, 0, 10, 5)", 2, N), ("width_bucket(d, 10, 0, 5)", 4, N), ("width_bucket(i, 0, 5, 5)", 6, N),
+    ("try_add(i, 9223372036854775807)", N, N), ("try_subtract(i, j)", 5, N), ("try_multiply(i, j)", 14, N), ("rint(d)", 2.0, N),
+    ("negative(i)", -7, N), ("getbit(i, 1)", 1, N), ("substring_index(ip, ' ', 2)", "10.0.0.1 GET", N), ("substring_index(ip, '/', -2)", "a/b 404", N),
+    ("regexp_substr(s, 'o.')", "o ", N), ("regexp_substr(s, 'z+')", N, N), ("current_timezone()", "UTC", "UTC"), ("sec(0)", 1.0, 1.0),
+    ("cast(from_utc_timestamp(ts, 'Asia/Seoul') as string)", "2024-03-05 22:45:30", N), ("cast(to_utc_timestamp(ts, 'Asia/Seoul') as string)", "2024-03-05 04:45:30", N),
+    ("months_between(ts, '2024-01-01 00:00:00')", 2.14752464, N), ("cast(timestamp_seconds(1230219000) as string)", "2008-12-25 15:30:00", "2008-12-25 15:30:00"),
 ]
 
 GROUPED = [

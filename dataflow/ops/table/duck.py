@@ -2,8 +2,8 @@
 
 sqlglot transpiles each Spark tree to DuckDB; the rewrites below make DuckDB follow Spark where
 the two differ (the README's "Differences on Ray" lists what remains). One in-process DuckDB
-connection per thread, one thread each (Ray already runs a task per core); timestamps are
-wall-clock UTC (DuckDB without its ICU extension has no time zones).
+connection per thread, one thread each (Ray already runs a task per core), in time zone UTC
+(dataflow's Spark sessions' ``spark.sql.session.timeZone``), whatever the machine's.
 On Ray, null numbers may travel between steps as NaN (the numpy batch form cannot tell them
 apart), so a float NaN read from a column counts as null here.
 """
@@ -17,6 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.time import format_time
+
+from dataflow.ops.table import duck_functions
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
@@ -93,7 +97,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if name == "bround":
         return _fn("round_even", node.expressions[0], node.expressions[1] if len(node.expressions) > 1 else exp.Literal.number(0))
     if name == "timestamp_seconds":
-        return _fn("make_timestamp", _as(exp.Mul(this=exp.paren(node.expressions[0]), expression=exp.Literal.number(1000000)), "BIGINT"))
+        seconds = _as(node.expressions[0], "DECIMAL(38, 6)")  # an INT literal times 10**6 overflows 32 bits
+        return _fn("make_timestamp", _as(exp.Mul(this=seconds, expression=exp.Literal.number(1000000)), "BIGINT"))
     if isinstance(node, (exp.Div, exp.Mod)):  # Spark: x / 0 and x % 0 are NULL (DuckDB gives inf, or fails on integers)
         node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
         if isinstance(node, exp.Div):  # Spark divides a FLOAT as a DOUBLE (DuckDB: FLOAT); DuckDB gives a DOUBLE for the rest
@@ -123,8 +128,11 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.IntDiv):  # x div 0 is NULL, as / and % are
         node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
         return node
-    if isinstance(node, exp.MonthsBetween) and not (isinstance(node.args.get("roundoff"), exp.Boolean) and not node.args["roundoff"].this):
-        return exp.Round(this=node, decimals=exp.Literal.number(8))  # Spark rounds to 8 digits unless roundOff is false
+    if isinstance(node, exp.MonthsBetween):  # Spark counts the time of day too, in months of 31 days
+        months = _fn("__df_months_between", *(exp.TryCast(this=a, to=exp.DataType.build("TIMESTAMP")) for a in (node.this, node.expression)))
+        if isinstance(node.args.get("roundoff"), exp.Boolean) and not node.args["roundoff"].this:
+            return months
+        return exp.Round(this=months, decimals=exp.Literal.number(8))  # Spark rounds to 8 digits unless roundOff is false
     if isinstance(node, exp.Nanvl):
         return exp.Case(ifs=[exp.If(this=_fn("isnan", node.this.copy()), true=node.expression)], default=node.this)
     if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal) and "SSS" in node.args["format"].name:
@@ -138,6 +146,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         unit = node.args["unit"]  # Spark's names (MM, MON, YYYY, YY, DD) as DuckDB's; trunc(date) gives a DATE
         name = _SPARK_UNITS.get(unit.name.upper(), unit.name.lower())
         node.set("unit", exp.Literal.string(name) if isinstance(unit, exp.Literal) else exp.var(name.upper()))
+        node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("TIMESTAMP")))  # Spark casts text to the time it needs
         return _as(node, "DATE") if isinstance(node, exp.DateTrunc) else node
     if isinstance(node, exp.Elt):  # elt(n, a, b, ...): NULL outside 1..count (DuckDB's lists count from the end below 1)
         picked = exp.Bracket(this=exp.Array(expressions=node.expressions), expressions=[node.this.copy()], offset=1)
@@ -168,6 +177,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _as(node, "DATE")
     if isinstance(node, exp.StrToUnix):  # a string or a timestamp -> whole seconds
         fmt = node.args.get("format")
+        if isinstance(fmt, exp.Literal) and "%" not in fmt.name:  # to_unix_timestamp's pattern, as sqlglot leaves it: Java's
+            fmt = exp.Literal.string(format_time(fmt.name, Spark.TIME_MAPPING))
         if isinstance(fmt, exp.Literal):  # Java's quoted literals ('T') and zone offsets (XXX, Z) as strptime's
             java = re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", fmt.name))
             fmt = exp.Literal.string(java)
@@ -195,9 +206,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return _from_json(node)
     if isinstance(node, exp.RegexpReplace):
         node.set("replacement", _java_replacement(node.args.get("replacement")))
-    if isinstance(node, exp.Exists) and isinstance(node.expression, exp.Lambda):  # exists(arr, x -> p)
-        return _fn("list_bool_or", _fn("list_transform", node.this, node.expression))
-    return node
+    return duck_functions.rewrite(node)
 
 
 def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
@@ -229,7 +238,9 @@ def _connection() -> duckdb.DuckDBPyConnection:
     con = getattr(_local, "con", None)
     if con is None:
         con = duckdb.connect(config={"threads": 1})
+        con.execute("LOAD icu; SET TimeZone = 'UTC'")  # as dataflow's Spark sessions, not the machine's zone (ICU is built in)
         con.execute(_MACROS)
+        con.execute(duck_functions.MACROS)
         _local.con = con
     return con
 

@@ -49,7 +49,7 @@ __all__ = [
 #: dataflow's own helpers, on top of Spark's functions: name -> Spark's equivalent.
 HELPERS = {"slope": "regr_slope"}
 #: Spark functions sqlglot does not know by name, which DuckDB runs through a rewrite (``duck``).
-SPARK_EXTRA = {"bround", "mean", "timestamp_seconds"}
+SPARK_EXTRA = {"bround", "forall", "mean", "printf", "timestamp_seconds"}
 #: The aggregates among ``HELPERS`` and ``SPARK_EXTRA``.
 EXTRA_AGGREGATES = {"slope", "mean"}
 _KNOWN = sorted({*(n.lower() for n in Spark.Parser.FUNCTIONS), *HELPERS, *SPARK_EXTRA})
@@ -101,6 +101,10 @@ def _check_functions(tree: exp.Expression, text: str, generator: bool = False) -
             close = difflib.get_close_matches(name, _KNOWN, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else " (see Spark SQL's function reference)"
             raise ExprError(f"unknown function '{name}' in {text!r}{hint}")
+    for node in tree.find_all(exp.ArraySort):
+        if isinstance(node.expression, exp.Lambda):  # DuckDB sorts by value only: Ray could not follow it
+            raise ExprError(f"array_sort with a comparator is not supported (it must run alike on Ray); use array_sort(arr) or "
+                            f"sort_array(arr, false), or sort on a computed key in {text!r}")
     if tree.find(exp.Window):
         raise ExprError(f"window functions (OVER) are not allowed here (use table.window_aggregate) in {text!r}")
 

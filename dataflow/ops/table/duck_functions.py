@@ -1,0 +1,165 @@
+"""Spark functions that DuckDB lacks or computes otherwise, as DuckDB nodes with Spark's result (``duck._rewrite`` calls ``rewrite``).
+
+Found by running the examples of Spark's own function reference (``DESCRIBE FUNCTION EXTENDED``)
+on both engines: a lambda's index counts from 0 in Spark (from 1 in DuckDB), ``aggregate``'s
+finishing lambda, ``sequence`` counting down, ``format_string``'s ``%`` patterns, the NULLs of
+``array_contains``/``array_position``/``array_remove``/``exists``/``forall``, three-letter day
+and month names, Spark's type names, time zone conversions, and the functions DuckDB has no name for.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+__all__ = ["MACROS", "rewrite"]
+
+#: DuckDB macros the rewrites call; created on each connection with ``duck``'s own.
+MACROS = """
+CREATE MACRO __df_width_bucket(v, lo, hi, n) AS CASE
+  WHEN n <= 0 OR lo = hi OR isnan(v) OR isnan(lo) OR isnan(hi) THEN NULL
+  WHEN lo < hi THEN CASE WHEN v < lo THEN 0 WHEN v >= hi THEN n + 1 ELSE CAST(floor((v - lo) / (hi - lo) * n) AS BIGINT) + 1 END
+  ELSE CASE WHEN v > lo THEN 0 WHEN v <= hi THEN n + 1 ELSE CAST(floor((lo - v) / (lo - hi) * n) AS BIGINT) + 1 END END;
+CREATE MACRO __df_months_between(a, b) AS (year(a) - year(b)) * 12 + month(a) - month(b) + CASE
+  WHEN day(a) = day(b) OR (day(a) = day(last_day(a)) AND day(b) = day(last_day(b))) THEN 0
+  ELSE ((day(a) - day(b)) * 86400 + (epoch(a) - epoch(date_trunc('day', a))) - (epoch(b) - epoch(date_trunc('day', b)))) / 2678400.0 END;
+CREATE MACRO __df_substring_index(s, d, n) AS CASE
+  WHEN n = 0 OR d = '' THEN ''
+  WHEN n > 0 THEN array_to_string(string_split(s, d)[1:n], d)
+  ELSE array_to_string(string_split(s, d)[n:], d) END;
+CREATE MACRO __df_scalar_type(t) AS CASE t
+  WHEN 'BIGINT' THEN 'bigint' WHEN 'INTEGER' THEN 'int' WHEN 'SMALLINT' THEN 'smallint' WHEN 'TINYINT' THEN 'tinyint'
+  WHEN 'DOUBLE' THEN 'double' WHEN 'FLOAT' THEN 'float' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
+  WHEN 'DATE' THEN 'date' WHEN 'TIMESTAMP' THEN 'timestamp_ntz' WHEN 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp' WHEN 'BLOB' THEN 'binary'
+  WHEN '"NULL"' THEN 'void' ELSE lower(t) END;
+CREATE MACRO __df_spark_type(t) AS CASE
+  WHEN t LIKE '%[]' AND t NOT LIKE '%[]%[]' THEN 'array<' || __df_scalar_type(t[:-3]) || '>'
+  ELSE __df_scalar_type(t) END;
+"""
+
+_DATE_PARTS = (exp.Quarter, exp.LastDay, exp.NextDay)
+_TRY_ARITHMETIC = {exp.SafeAdd: exp.Add, exp.SafeSubtract: exp.Sub, exp.SafeMultiply: exp.Mul}
+
+
+def _fn(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _n(value: int) -> exp.Literal:
+    return exp.Literal.number(value)
+
+
+def _timestamp(node: exp.Expression) -> exp.Expression:
+    """A date, timestamp or text (Spark casts a string to the time it needs; text that is none is NULL)."""
+    return exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP"))
+
+
+def _from_zero(lam: exp.Lambda) -> exp.Lambda:
+    """A two-argument lambda's body with its index argument counting from 0, as Spark's (DuckDB's counts from 1)."""
+    if len(lam.expressions) != 2:
+        return lam
+    index = lam.expressions[1].name
+    lam.set("this", _substitute(lam.this, index, lambda ref: exp.paren(exp.Sub(this=ref, expression=_n(1)))))
+    return lam
+
+
+def _substitute(body: exp.Expression, name: str, value) -> exp.Expression:
+    """``body`` with each reference to the lambda argument ``name`` (an identifier, or a column of that name) replaced by ``value(reference)``."""
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name == name or isinstance(node, exp.Identifier) and not isinstance(node.parent, exp.Column) and node.name == name:
+            return value(node.copy())
+        return node
+
+    return body.transform(swap)
+
+
+def _unknown(*args: exp.Expression) -> exp.Expression:
+    """Whether any of ``args`` is NULL."""
+    tests = [exp.Is(this=a.copy(), expression=exp.Null()) for a in args]
+    return exp.or_(*tests) if len(tests) > 1 else tests[0]
+
+
+def _three_valued(values: exp.Expression, decisive: bool) -> exp.Expression:
+    """Spark's ``exists`` (``decisive`` True) or ``forall`` (False) over a list of booleans: that value if one holds it, else NULL if one is NULL."""
+    size = _fn("len", values.copy())
+    return exp.Case(ifs=[
+        exp.If(this=exp.Is(this=values.copy(), expression=exp.Null()), true=exp.Null()),
+        exp.If(this=_fn("list_contains", values.copy(), exp.Boolean(this=decisive)), true=exp.Boolean(this=decisive)),
+        exp.If(this=exp.LT(this=_fn("list_count", values.copy()), expression=size), true=exp.Null()),
+    ], default=exp.Boolean(this=not decisive))
+
+
+def rewrite(node: exp.Expression) -> exp.Expression:
+    """``node`` as DuckDB computes Spark's result, or ``node`` itself."""
+    name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+    if isinstance(node, (exp.Transform, exp.ArrayFilter)) and isinstance(node.expression, exp.Lambda):
+        _from_zero(node.expression)
+        return node
+    if isinstance(node, exp.Reduce) and isinstance(node.args.get("finish"), exp.Lambda):  # aggregate(arr, zero, merge, finish)
+        finish = node.args["finish"]
+        node.set("finish", None)
+        return _substitute(finish.this, finish.expressions[0].name, lambda _: node.copy())
+    if isinstance(node, exp.GenerateSeries) and node.args.get("step") is None:  # sequence(5, 1) counts down
+        start, end = node.args["start"], node.args["end"]
+        step = exp.Case(ifs=[exp.If(this=exp.LTE(this=start.copy(), expression=end.copy()), true=_n(1))], default=_n(-1))
+        if not any(isinstance(a, (exp.TsOrDsToDate, exp.StrToDate, exp.Cast, exp.CurrentDate, exp.CurrentTimestamp)) for a in (start, end)):
+            node.set("step", step)
+        return node
+    if isinstance(node, exp.Format) or name == "printf":  # format_string / printf: Java's % patterns, as C's printf
+        args = [node.this, *node.expressions] if isinstance(node, exp.Format) else list(node.expressions)
+        return _fn("printf", *args)
+    if isinstance(node, exp.Levenshtein) and node.args.get("ins_cost") is not None:  # levenshtein(a, b, threshold): -1 past it
+        distance = exp.Levenshtein(this=node.this, expression=node.expression)
+        return exp.Case(ifs=[exp.If(this=exp.GT(this=distance.copy(), expression=node.args["ins_cost"]), true=_n(-1))], default=distance)
+    if isinstance(node, exp.ArrayContains):  # NULL where not found and the array holds a NULL
+        arr, value = node.this, node.expression
+        missing = exp.LT(this=_fn("list_count", arr.copy()), expression=_fn("len", arr.copy()))
+        return exp.Case(ifs=[exp.If(this=_unknown(arr, value), true=exp.Null()), exp.If(this=_fn("list_contains", arr.copy(), value.copy()), true=exp.true()),
+                             exp.If(this=missing, true=exp.Null())], default=exp.false())
+    if isinstance(node, exp.ArrayPosition):  # 0 where not found (a NULL array or value: NULL)
+        arr, value = node.this, node.expression
+        return exp.Case(ifs=[exp.If(this=_unknown(arr, value), true=exp.Null())], default=exp.Coalesce(this=_fn("list_position", arr.copy(), value.copy()), expressions=[_n(0)]))
+    if isinstance(node, exp.ArrayRemove):  # the array's NULLs stay (a NULL value: NULL)
+        x = exp.to_identifier("__df_x")
+        keep = exp.or_(exp.Is(this=exp.column(x.copy()), expression=exp.Null()), exp.NEQ(this=exp.column(x.copy()), expression=node.expression.copy()))
+        kept = _fn("list_filter", node.this, exp.Lambda(this=keep, expressions=[x]))
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=node.expression, expression=exp.Null()), true=exp.Null())], default=kept)
+    if isinstance(node, exp.Exists) and isinstance(node.expression, exp.Lambda):  # exists(arr, x -> p)
+        return _three_valued(_fn("list_transform", node.this, node.expression), True)
+    if name == "forall" and len(node.expressions) == 2:
+        return _three_valued(_fn("list_transform", *node.expressions), False)
+    if isinstance(node, (exp.Dayname, exp.Monthname)):  # Spark: 'Wed', 'Feb'
+        return _fn("left", type(node)(this=_timestamp(node.this)), _n(3))
+    if isinstance(node, _DATE_PARTS):
+        node.set("this", _timestamp(node.this))
+        return exp.Cast(this=node, to=exp.DataType.build("DATE")) if isinstance(node, (exp.LastDay, exp.NextDay)) else node
+    if isinstance(node, exp.Typeof):
+        return _fn("__df_spark_type", node)
+    if isinstance(node, (exp.AddMonths, exp.DateFromUnixDate)):  # a DATE, as Spark's
+        return exp.Cast(this=node, to=exp.DataType.build("DATE"))
+    if isinstance(node, exp.WidthBucket):
+        return _fn("__df_width_bucket", node.this, node.args["min_value"], node.args["max_value"], node.args["num_buckets"])
+    if type(node) in _TRY_ARITHMETIC:  # try_add / try_subtract / try_multiply: NULL on overflow
+        return _fn("try", _TRY_ARITHMETIC[type(node)](this=node.this, expression=node.expression))
+    if isinstance(node, exp.Rint):
+        return exp.Cast(this=_fn("round_even", node.this, _n(0)), to=exp.DataType.build("DOUBLE"))
+    if isinstance(node, exp.Negative):
+        return exp.Neg(this=exp.paren(node.this))
+    if isinstance(node, exp.Getbit):
+        return exp.BitwiseAnd(this=exp.paren(exp.BitwiseRightShift(this=node.this, expression=node.expression)), expression=_n(1))
+    if isinstance(node, exp.SubstringIndex):
+        return _fn("__df_substring_index", node.this, node.args["delimiter"], node.args["count"])
+    if isinstance(node, exp.RegexpSubstr):  # the first match, NULL where none
+        return exp.Case(ifs=[exp.If(this=_fn("regexp_matches", node.this.copy(), node.expression.copy()),
+                                    true=_fn("regexp_extract", node.this, node.expression, _n(0)))])
+    if isinstance(node, exp.AtTimeZone):  # from_utc_timestamp(ts, tz): ts read as UTC, the wall-clock time in tz
+        return _fn("timezone", node.args["zone"], _fn("timezone", exp.Literal.string("UTC"), _timestamp(node.this)))
+    if isinstance(node, exp.FromTimeZone):  # to_utc_timestamp(ts, tz): ts read as tz's wall-clock time, in UTC
+        return _fn("timezone", exp.Literal.string("UTC"), _fn("timezone", node.args["zone"], _timestamp(node.this)))
+    if isinstance(node, exp.ConvertTimezone):  # convert_timezone([source, ]target, ts): the source defaults to the session's (UTC)
+        source = node.args.get("source_tz") or exp.Literal.string("UTC")
+        return _fn("timezone", node.args["target_tz"], _fn("timezone", source, _timestamp(node.args["timestamp"])))
+    if isinstance(node, exp.CurrentTimezone):  # dataflow's Spark sessions run in UTC
+        return exp.Literal.string("UTC")
+    if isinstance(node, (exp.Sec, exp.Csc)):
+        return exp.Div(this=exp.Literal.number("1.0"), expression=_fn("cos" if isinstance(node, exp.Sec) else "sin", node.this))
+    return node
