@@ -137,6 +137,12 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("negative(i)", -7, N), ("getbit(i, 1)", 1, N), ("substring_index(ip, ' ', 2)", "10.0.0.1 GET", N), ("substring_index(ip, '/', -2)", "a/b 404", N),
     ("regexp_substr(s, 'o.')", "o ", N), ("regexp_substr(s, 'z+')", N, N), ("current_timezone()", "UTC", "UTC"), ("sec(0)", 1.0, 1.0),
     ("cast(from_utc_timestamp(ts, 'Asia/Seoul') as string)", "2024-03-05 22:45:30", N), ("cast(to_utc_timestamp(ts, 'Asia/Seoul') as string)", "2024-03-05 04:45:30", N),
+    # text that is no time is NULL where Spark casts it to one (with ANSI, Spark failed the job; DuckDB failed the step)
+    ("to_timestamp(bad)", N, N), ("to_timestamp(bad, 'yyyy-MM-dd')", N, N), ("to_date(bad)", N, N), ("to_date(bad, 'dd/MM/yyyy')", N, N),
+    ("cast(to_date('05/03/2024', 'dd/MM/yyyy') as string)", "2024-03-05", "2024-03-05"), ("cast(to_timestamp(dt, 'yyyy-MM-dd') as string)", "2024-03-05 00:00:00", N),
+    ("year(bad)", N, N), ("hour(bad)", N, N), ("datediff(bad, '2024-01-01')", N, N), ("date_add(bad, 1)", N, N), ("date_format(bad, 'yyyy')", N, N),
+    ("last_day(bad)", N, N), ("months_between(bad, ts)", N, N), ("to_timestamp(bad) > '2024-01-01'", N, N), ("year(ts)", 2024, N),
+    ("datediff(ts, '2024-01-01')", 64, N), ("hour(ts)", 13, N), ("weekofyear(bad)", N, N), ("trunc(bad, 'MM')", N, N),
     ("months_between(ts, '2024-01-01 00:00:00')", 2.14752464, N), ("cast(timestamp_seconds(1230219000) as string)", "2008-12-25 15:30:00", "2008-12-25 15:30:00"),
 ]
 

@@ -11,6 +11,11 @@ NULL, as an explicit ``CAST`` is here (``dataflow.ops.table.sql``). A comparison
 answer as Spark's wherever Spark gives one, and ``'12.5' >= 10`` true where Spark's BIGINT cast
 fails. A string computed by a function of text (``regexp_extract(msg, 'code=(\\d+)', 1) >= 500``,
 ``date_format(ts, 'HH') < 6``, ``upper(s)``, ``get_json_object``...) is cast as a string column is.
+
+Spark casts text to a date or timestamp where a time function takes one (``year(s)``, ``hour(s)``,
+``date_add(s, 1)``, ``to_timestamp(s)``...) and, with ANSI, fails the job at text that is no time;
+DuckDB fails the step. ``coerced`` writes those casts as ``TRY_CAST`` too (whatever the column's
+type: the cast of a date or timestamp is the one Spark makes), so such text is NULL on both.
 """
 from __future__ import annotations
 
@@ -116,10 +121,44 @@ def may_coerce(tree: exp.Expression) -> bool:
     return False
 
 
+#: Time functions and the type Spark casts their argument to (sqlglot's own wrappers of an argument included).
+_TIME_ARGUMENTS: dict[type, tuple[tuple[str, ...], str]] = {
+    **{f: (("this",), "TIMESTAMP") for f in (exp.Hour, exp.Minute, exp.Second, exp.TimeToStr, exp.TimestampTrunc)},
+    exp.MonthsBetween: (("this", "expression"), "TIMESTAMP"),
+    **{f: (("this",), "DATE") for f in (exp.Quarter, exp.DayOfWeek, exp.DayOfYear, exp.WeekOfYear, exp.LastDay, exp.NextDay, exp.TsOrDsAdd,
+                                         exp.AddMonths, exp.DateTrunc, exp.Dayname, exp.Monthname)},
+}
+
+
+def _time_casts(node: exp.Expression) -> exp.Expression:
+    """``node`` with the text it reads as a time cast by ``TRY_CAST`` (NULL where it is none, as a cast is here)."""
+    if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) and node.to.is_type(*exp.DataType.TEMPORAL_TYPES):
+        return exp.TryCast(this=node.this, to=node.to, safe=True)  # to_timestamp(s) is a cast
+    if isinstance(node, exp.TsOrDsToDate) and node.args.get("format") is None:  # year(s), datediff(s, t), to_date(s)
+        return exp.TryCast(this=node.this, to=exp.DataType.build("DATE"), safe=True)
+    if isinstance(node, exp.TimeStrToTime):  # date_format(s, ...)
+        return exp.TryCast(this=node.this, to=exp.DataType.build("TIMESTAMP"), safe=True)
+    if isinstance(node, exp.StrToTime):  # to_timestamp(s, pattern)
+        node.set("safe", True)
+    for key in _TIME_ARGUMENTS.get(type(node), ((), ""))[0]:
+        arg = node.args.get(key)
+        if arg is not None and not isinstance(arg, (exp.TryCast, exp.TsOrDsToDate, exp.StrToTime, exp.TimeStrToTime)):
+            node.set(key, exp.TryCast(this=arg, to=exp.DataType.build(_TIME_ARGUMENTS[type(node)][1]), safe=True))
+    return node
+
+
 def coerced(tree: exp.Expression, kinds: Mapping[str, str] | None) -> exp.Expression:
     """``tree`` (a copy the caller owns) with a string column or computed text beside a number cast to it as Spark would, by ``TRY_CAST``; ``kinds``: the input columns' kinds."""
     kinds = kinds or {}
     if (any(kinds.get(c.name) == STRING for c in tree.find_all(exp.Column)) or tree.find(*_TEXT_VALUED)) and may_coerce(tree):
         for node in list(tree.walk()):
             _coerce(node, kinds)
+    for node in list(tree.walk()):
+        new = _time_casts(node)
+        if new is node:
+            continue
+        if node is tree:
+            tree = new
+        else:
+            node.replace(new)
     return tree

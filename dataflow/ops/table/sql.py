@@ -262,6 +262,12 @@ def _slope_x(node: exp.Anonymous, default_x: str | None) -> list[exp.Expression]
     return args
 
 
+def _java_format(node: exp.Expression) -> exp.Expression:
+    """The pattern of a time function as Spark reads it: sqlglot keeps a literal one in its own form."""
+    fmt = node.args["format"]
+    return exp.Literal.string(Spark().generator().format_time(node)[1:-1].replace("\\'", "'")) if isinstance(fmt, exp.Literal) else fmt
+
+
 def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
         index = node.expressions[0]
@@ -284,11 +290,11 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
         count = exp.Literal.number(len(node.expressions))
         return exp.Case(ifs=[exp.If(this=exp.Between(this=node.this.copy(), low=exp.Literal.number(1), high=count), true=node)])
     if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None:  # unreadable text: NULL, never a failed task
-        fmt = node.args["format"]
-        if isinstance(fmt, exp.Literal):  # sqlglot keeps a literal pattern in its own form: Spark's back
-            fmt = exp.Literal.string(Spark().generator().format_time(node)[1:-1].replace("\\'", "'"))
         text = exp.TryCast(this=node.this, to=exp.DataType.build("string"), safe=True)
-        return exp.Anonymous(this="unix_timestamp", expressions=[exp.Anonymous(this="try_to_timestamp", expressions=[text, fmt])])
+        return exp.Anonymous(this="unix_timestamp", expressions=[exp.Anonymous(this="try_to_timestamp", expressions=[text, _java_format(node)])])
+    if isinstance(node, exp.StrToTime) or isinstance(node, exp.TsOrDsToDate) and node.args.get("format") is not None:  # to_timestamp / to_date(s, pattern)
+        name = "try_to_timestamp" if isinstance(node, exp.StrToTime) else "try_to_date"
+        return exp.Anonymous(this=name, expressions=[node.this, _java_format(node)])
     return node
 
 
