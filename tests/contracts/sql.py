@@ -131,7 +131,7 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("forall(array(8, NULL), x -> x > i)", N, N), ("forall(array(8, NULL, 1), x -> x > i)", False, N),
     ("dayname(dt)", "Tue", N), ("monthname(ts)", "Mar", N), ("quarter(dt)", 1, N), ("cast(last_day(dt) as string)", "2024-03-31", N),
     ("cast(next_day(dt, 'Mon') as string)", "2024-03-11", N), ("cast(add_months(to_date(dt), 1) as string)", "2024-04-05", N),
-    ("typeof(i)", "bigint", "bigint"), ("typeof(d)", "double", "double"), ("typeof(s)", "string", "string"), ("typeof(arr)", "array<bigint>", "array<bigint>"),
+    ("typeof(i)", "bigint", "bigint"), ("typeof(d)", "double", "double"), ("typeof(s)", "string", "string"), ("typeof(arr)", "array<bigint>", "array<bigint>"), ("typeof(to_timestamp(ts))", "timestamp", "timestamp"),
     ("width_bucket(d, 0, 10, 5)", 2, N), ("width_bucket(d, 10, 0, 5)", 4, N), ("width_bucket(i, 0, 5, 5)", 6, N),
     ("try_add(i, 9223372036854775807)", N, N), ("try_subtract(i, j)", 5, N), ("try_multiply(i, j)", 14, N), ("rint(d)", 2.0, N),
     ("negative(i)", -7, N), ("getbit(i, 1)", 1, N), ("substring_index(ip, ' ', 2)", "10.0.0.1 GET", N), ("substring_index(ip, '/', -2)", "a/b 404", N),
@@ -143,7 +143,21 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("year(bad)", N, N), ("hour(bad)", N, N), ("datediff(bad, '2024-01-01')", N, N), ("date_add(bad, 1)", N, N), ("date_format(bad, 'yyyy')", N, N),
     ("last_day(bad)", N, N), ("months_between(bad, ts)", N, N), ("to_timestamp(bad) > '2024-01-01'", N, N), ("year(ts)", 2024, N),
     ("datediff(ts, '2024-01-01')", 64, N), ("hour(ts)", 13, N), ("weekofyear(bad)", N, N), ("trunc(bad, 'MM')", N, N),
-    ("months_between(ts, '2024-01-01 00:00:00')", 2.14752464, N), ("cast(timestamp_seconds(1230219000) as string)", "2008-12-25 15:30:00", "2008-12-25 15:30:00"),
+    ("months_between(ts, '2024-01-01 00:00:00')", 2.14752464, N),
+    # Spark functions sqlglot does not know (sql.SPARK_EXTRA)
+    ("isnull(i)", False, True), ("isnotnull(s)", True, False), ("cast(try_to_timestamp(ts) as string)", "2024-03-05 13:45:30", N),
+    ("try_to_timestamp(bad, 'yyyy-MM-dd')", N, N), ("cast(try_to_date(dt, 'yyyy-MM-dd') as string)", "2024-03-05", N), ("try_to_date(bad)", N, N),
+    ("cast(timestamp_millis(ep * 1000) as string)", "2024-03-05 13:45:30", N), ("cast(timestamp_micros(ep * 1000000) as string)", "2024-03-05 13:45:30", N),
+    ("try_mod(i, z)", N, N), ("try_mod(neg, j)", -1, N), ("pmod(neg, 3)", 2, N), ("pmod(i, -3)", 1, N), ("pmod(i, z)", N, N),
+    ("positive(neg)", -7, N), ("e()", 2.718281828459045, 2.718281828459045), ("btrim(n)", "42", N), ("btrim(s, 'Hd')", "ello Worl", N),
+    ("zeroifnull(i)", 7, 0), ("nullifzero(z)", N, N), ("nullifzero(i)", 7, N), ("octet_length('héllo')", 6, 6), ("octet_length(s)", 11, N),
+    ("find_in_set('b', 'a,b,c')", 2, 2), ("find_in_set('x', 'a,b')", 0, 0), ("find_in_set('a,b', 'a,b')", 0, 0), ("find_in_set(s, 'x,Hello World')", 2, N),
+    ("weekday(dt)", 1, N), ("weekday(bad)", N, N), ("hypot(3, 4)", 5.0, 5.0), ("json_array_length(get_json_object(js, '$.arr'))", 3, N),
+    ("json_array_length(s)", N, N), ("json_array_length('{}')", N, N), ("map_values(map('k', i))", [7], [N]),
+    ("map_entries(map('k', i))", [{"key": "k", "value": 7}], [{"key": "k", "value": N}]), ("regexp(s, 'W.r')", True, N),
+    ("format_number(d * 1000, 2)", "2,500.00", N), ("format_number(i, -1)", N, N), ("bin(i)", "111", N), ("bin(neg)", "1" * 61 + "001", N),
+    ("array_repeat(s, 2)", ["Hello World", "Hello World"], [N, N]), ("array_repeat(i, 0)", [], []),
+    ("arrays_overlap(arr, array(30, 40))", True, N), ("arrays_overlap(arr, array(40))", False, N), ("arrays_overlap(array(1, NULL), array(2))", N, N), ("cast(timestamp_seconds(1230219000) as string)", "2008-12-25 15:30:00", "2008-12-25 15:30:00"),
 ]
 
 GROUPED = [

@@ -140,6 +140,8 @@ def _time_casts(node: exp.Expression) -> exp.Expression:
         return exp.TryCast(this=node.this, to=exp.DataType.build("TIMESTAMP"), safe=True)
     if isinstance(node, exp.StrToTime):  # to_timestamp(s, pattern)
         node.set("safe", True)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "weekday" and node.expressions and not isinstance(node.expressions[0], exp.TryCast):
+        node.set("expressions", [exp.TryCast(this=node.expressions[0], to=exp.DataType.build("DATE"), safe=True), *node.expressions[1:]])
     for key in _TIME_ARGUMENTS.get(type(node), ((), ""))[0]:
         arg = node.args.get(key)
         if arg is not None and not isinstance(arg, (exp.TryCast, exp.TsOrDsToDate, exp.StrToTime, exp.TimeStrToTime)):

@@ -9,6 +9,8 @@ and month names, Spark's type names, time zone conversions, and the functions Du
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.time import format_time
 
 __all__ = ["MACROS", "rewrite"]
 
@@ -28,7 +30,7 @@ CREATE MACRO __df_substring_index(s, d, n) AS CASE
 CREATE MACRO __df_scalar_type(t) AS CASE t
   WHEN 'BIGINT' THEN 'bigint' WHEN 'INTEGER' THEN 'int' WHEN 'SMALLINT' THEN 'smallint' WHEN 'TINYINT' THEN 'tinyint'
   WHEN 'DOUBLE' THEN 'double' WHEN 'FLOAT' THEN 'float' WHEN 'VARCHAR' THEN 'string' WHEN 'BOOLEAN' THEN 'boolean'
-  WHEN 'DATE' THEN 'date' WHEN 'TIMESTAMP' THEN 'timestamp_ntz' WHEN 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp' WHEN 'BLOB' THEN 'binary'
+  WHEN 'DATE' THEN 'date' WHEN 'TIMESTAMP' THEN 'timestamp' WHEN 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp' WHEN 'BLOB' THEN 'binary'
   WHEN '"NULL"' THEN 'void' ELSE lower(t) END;
 CREATE MACRO __df_spark_type(t) AS CASE
   WHEN t LIKE '%[]' AND t NOT LIKE '%[]%[]' THEN 'array<' || __df_scalar_type(t[:-3]) || '>'
@@ -88,9 +90,82 @@ def _three_valued(values: exp.Expression, decisive: bool) -> exp.Expression:
     ], default=exp.Boolean(this=not decisive))
 
 
+def _pmod(a: exp.Expression, n: exp.Expression) -> exp.Expression:
+    """Spark's ``pmod``: the remainder's sign made that of ``n`` where it is negative (``n`` 0: NULL, as ``%``)."""
+    r = exp.Mod(this=exp.paren(a), expression=_fn("nullif", n.copy(), _n(0)))
+    back = exp.Mod(this=exp.paren(exp.Add(this=r.copy(), expression=n.copy())), expression=n.copy())
+    return exp.Case(ifs=[exp.If(this=exp.LT(this=r.copy(), expression=_n(0)), true=back)], default=r)
+
+
+def _parsed_time(args: list[exp.Expression], to: str) -> exp.Expression:
+    """``try_to_timestamp`` / ``try_to_date``: text read by a Java pattern, or cast; NULL where it is no time."""
+    if len(args) < 2:
+        return exp.TryCast(this=args[0], to=exp.DataType.build(to))
+    pattern = args[1]
+    if isinstance(pattern, exp.Literal):
+        pattern = exp.Literal.string(format_time(pattern.name, Spark.TIME_MAPPING))
+    parsed = exp.StrToTime(this=args[0], format=pattern, safe=True)
+    return exp.Cast(this=parsed, to=exp.DataType.build(to)) if to == "DATE" else parsed
+
+
+def _by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
+    """The Spark functions sqlglot does not know (``sql.SPARK_EXTRA``) as DuckDB nodes; None for the others."""
+    if name in ("isnull", "isnotnull"):
+        test = exp.Is(this=args[0], expression=exp.Null())
+        return test if name == "isnull" else exp.Not(this=test)
+    if name in ("try_to_timestamp", "try_to_date"):
+        return _parsed_time(args, "TIMESTAMP" if name == "try_to_timestamp" else "DATE")
+    if name in ("timestamp_millis", "timestamp_micros"):
+        return _fn("epoch_ms", args[0]) if name == "timestamp_millis" else _fn("make_timestamp", exp.Cast(this=args[0], to=exp.DataType.build("BIGINT")))
+    if name == "try_mod":
+        return exp.Mod(this=exp.paren(args[0]), expression=_fn("nullif", args[1], _n(0)))
+    if name == "pmod":
+        return _pmod(*args)
+    if name in ("positive", "e"):
+        return exp.paren(args[0]) if name == "positive" else _fn("exp", _n(1))
+    if name == "btrim":
+        return _fn("trim", *args)
+    if name in ("zeroifnull", "nullifzero"):
+        return exp.Coalesce(this=args[0], expressions=[_n(0)]) if name == "zeroifnull" else _fn("nullif", args[0], _n(0))
+    if name == "octet_length":
+        return _fn("strlen", args[0])
+    if name == "find_in_set":  # 1-based, 0 where absent or where the value holds a comma
+        found = exp.Coalesce(this=_fn("list_position", _fn("string_split", args[1], exp.Literal.string(",")), args[0].copy()), expressions=[_n(0)])
+        return exp.Case(ifs=[exp.If(this=_unknown(*args), true=exp.Null()), exp.If(this=_fn("contains", args[0], exp.Literal.string(",")), true=_n(0))], default=found)
+    if name == "weekday":  # 0 is Monday
+        return exp.Sub(this=_fn("isodow", exp.TryCast(this=args[0], to=exp.DataType.build("DATE"))), expression=_n(1))
+    if name == "hypot":
+        return _fn("sqrt", exp.Add(this=exp.Mul(this=args[0], expression=args[0].copy()), expression=exp.Mul(this=args[1], expression=args[1].copy())))
+    if name == "json_array_length":  # NULL for text that is no JSON array
+        valid = exp.and_(_fn("json_valid", args[0].copy()), exp.EQ(this=_fn("json_type", args[0].copy()), expression=exp.Literal.string("ARRAY")))
+        return exp.Case(ifs=[exp.If(this=valid, true=_fn("json_array_length", args[0]))])
+    if name in ("map_values", "map_entries"):
+        return _fn(name, *args)
+    if name == "regexp":
+        return exp.RegexpLike(this=args[0], expression=args[1])
+    if name == "format_number" and len(args) == 2:  # grouped thousands, d digits (half even, as Java's DecimalFormat); d < 0: NULL
+        spec = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("{:,."), expression=exp.Cast(this=args[1], to=exp.DataType.build("VARCHAR"))),
+                         expression=exp.Literal.string("f}"))
+        return exp.Case(ifs=[exp.If(this=exp.GTE(this=args[1].copy(), expression=_n(0)), true=_fn("format", spec, exp.Cast(this=args[0], to=exp.DataType.build("DOUBLE"))))])
+    if name == "bin":
+        return _fn("bin", exp.Cast(this=args[0], to=exp.DataType.build("BIGINT")))
+    if name == "array_repeat":
+        count = _fn("greatest", args[1], _n(0))
+        return _fn("list_resize", exp.Array(expressions=[args[0]]), count, args[0].copy())
+    if name == "arrays_overlap":  # NULL where none is shared, both hold elements and one a NULL
+        a, b = args
+        nulls = exp.or_(exp.LT(this=_fn("list_count", a.copy()), expression=_fn("len", a.copy())), exp.LT(this=_fn("list_count", b.copy()), expression=_fn("len", b.copy())))
+        both = exp.and_(exp.GT(this=_fn("len", a.copy()), expression=_n(0)), exp.GT(this=_fn("len", b.copy()), expression=_n(0)))
+        return exp.Case(ifs=[exp.If(this=_unknown(a, b), true=exp.Null()), exp.If(this=_fn("list_has_any", a.copy(), b.copy()), true=exp.true()),
+                             exp.If(this=exp.and_(both, nulls), true=exp.Null())], default=exp.false())
+    return None
+
+
 def rewrite(node: exp.Expression) -> exp.Expression:
     """``node`` as DuckDB computes Spark's result, or ``node`` itself."""
     name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
+    if name and (named := _by_name(name, list(node.expressions))) is not None:
+        return named
     if isinstance(node, (exp.Transform, exp.ArrayFilter)) and isinstance(node.expression, exp.Lambda):
         _from_zero(node.expression)
         return node

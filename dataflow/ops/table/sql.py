@@ -49,7 +49,11 @@ __all__ = [
 #: dataflow's own helpers, on top of Spark's functions: name -> Spark's equivalent.
 HELPERS = {"slope": "regr_slope"}
 #: Spark functions sqlglot does not know by name, which DuckDB runs through a rewrite (``duck``).
-SPARK_EXTRA = {"bround", "forall", "mean", "printf", "timestamp_seconds"}
+SPARK_EXTRA = {
+    "arrays_overlap", "array_repeat", "bin", "bround", "btrim", "e", "find_in_set", "forall", "format_number", "hypot", "isnotnull", "isnull",
+    "json_array_length", "map_entries", "map_values", "mean", "nullifzero", "octet_length", "pmod", "positive", "printf", "regexp",
+    "timestamp_micros", "timestamp_millis", "timestamp_seconds", "try_mod", "try_to_date", "try_to_timestamp", "weekday", "zeroifnull",
+}
 #: The aggregates among ``HELPERS`` and ``SPARK_EXTRA``.
 EXTRA_AGGREGATES = {"slope", "mean"}
 _KNOWN = sorted({*(n.lower() for n in Spark.Parser.FUNCTIONS), *HELPERS, *SPARK_EXTRA})
@@ -284,6 +288,9 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return node
     if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) or isinstance(node, exp.TryCast) and not node.args.get("safe"):
         return exp.TryCast(this=node.this, to=node.to, safe=True)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "pmod" and len(node.expressions) == 2:  # by zero: NULL, as % (ANSI fails the task)
+        a, n = node.expressions
+        return exp.Anonymous(this="pmod", expressions=[a, exp.Nullif(this=n, expression=exp.Literal.number(0))])
     if isinstance(node, exp.Anonymous) and node.name.lower() in HELPERS:
         return exp.Anonymous(this=HELPERS[node.name.lower()], expressions=_slope_x(node, default_x))
     if isinstance(node, exp.Elt):  # elt(n, a, b...): NULL outside 1..count, as element_at (ANSI fails the task)
