@@ -182,6 +182,9 @@ AGGREGATES: list[tuple[str, Any, Any]] = [
     # found by running both engines side by side
     ("collect_list(IF(g = 'b', NULL, s))", ["p", "q", "p"], []), ("sort_array(collect_set(IF(g = 'b', NULL, s)))", ["p", "q"], []),
     ("min_by(s, x)", "p", N), ("max_by(s, x)", "p", "r"), ("kurtosis(y)", -1.5, N), ("skewness(y * y)", 0.3818017741606068, N),
+    # found by running the aggregate examples of Spark's function reference on both engines
+    ("percentile(y, 0.3)", 2.2, 2.0), ("percentile(y, array(0.25, 0.75))", [2.0, 4.0], [2.0, 2.0]), ("median(y)", 3.0, 2.0),
+    ("last(IF(v IS NULL, NULL, g), true)", "a", "b"), ("first(s, true)", "p", "r"),
 ]
 
 #: (a JSON string, the json_tuple(js, 'a', 'b', 'c') values Spark gives).

@@ -166,6 +166,11 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
     if name and (named := _by_name(name, list(node.expressions))) is not None:
         return named
+    if isinstance(node, exp.Quantile):  # percentile: interpolated, as Spark's (DuckDB's quantile is discrete)
+        return _fn("quantile_cont", node.this, node.args["quantile"])
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last, exp.AnyValue)) and not isinstance(node.parent, exp.Window):
+        agg = node.this  # first(x, true) / last(x, true): DuckDB drops IGNORE NULLS outside a window
+        return exp.Filter(this=agg, expression=exp.Where(this=exp.Not(this=exp.Is(this=agg.this.copy(), expression=exp.Null()))))
     if isinstance(node, (exp.Transform, exp.ArrayFilter)) and isinstance(node.expression, exp.Lambda):
         _from_zero(node.expression)
         return node
