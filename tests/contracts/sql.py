@@ -144,6 +144,13 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("last_day(bad)", N, N), ("months_between(bad, ts)", N, N), ("to_timestamp(bad) > '2024-01-01'", N, N), ("year(ts)", 2024, N),
     ("datediff(ts, '2024-01-01')", 64, N), ("hour(ts)", 13, N), ("weekofyear(bad)", N, N), ("trunc(bad, 'MM')", N, N),
     ("months_between(ts, '2024-01-01 00:00:00')", 2.14752464, N),
+    # a zone offset in the text is that instant (Ray dropped it: an hour off for '+01:00')
+    ("cast(to_timestamp('2024-01-01T10:00:00+01:00') as string)", "2024-01-01 09:00:00", "2024-01-01 09:00:00"),
+    ("hour('2024-01-01T10:00:00-08:00')", 18, 18), ("unix_timestamp(to_timestamp('2024-01-01T10:00:00+01:00'))", 1704099600, 1704099600), ("unix_timestamp('2024-01-01T10:00:00+01:00')", N, N),
+    ("cast(to_timestamp('2024-01-01T10:00:00+01:00', \"yyyy-MM-dd'T'HH:mm:ssXXX\") as string)", "2024-01-01 09:00:00", "2024-01-01 09:00:00"),
+    ("cast(to_timestamp('2024-01-01T10:00:00Z', \"yyyy-MM-dd'T'HH:mm:ssXXX\") as string)", "2024-01-01 10:00:00", "2024-01-01 10:00:00"),
+    ("cast(to_date('2024-01-01T23:30:00-02:00') as string)", "2024-01-01", "2024-01-01"),
+    ("date_format('2024-01-01T10:00:00+01:00', 'HH:mm')", "09:00", "09:00"),
     # Spark functions sqlglot does not know (sql.SPARK_EXTRA)
     ("isnull(i)", False, True), ("isnotnull(s)", True, False), ("cast(try_to_timestamp(ts) as string)", "2024-03-05 13:45:30", N),
     ("try_to_timestamp(bad, 'yyyy-MM-dd')", N, N), ("cast(try_to_date(dt, 'yyyy-MM-dd') as string)", "2024-03-05", N), ("try_to_date(bad)", N, N),

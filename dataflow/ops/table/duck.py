@@ -17,9 +17,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
-from sqlglot.time import format_time
-
 from dataflow.ops.table import duck_functions
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
@@ -176,17 +173,9 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.TsOrDsAdd):  # date_add / date_sub give a DATE
         return _as(node, "DATE")
     if isinstance(node, exp.StrToUnix):  # a string or a timestamp -> whole seconds
-        fmt = node.args.get("format")
-        if isinstance(fmt, exp.Literal) and "%" not in fmt.name:  # to_unix_timestamp's pattern, as sqlglot leaves it: Java's
-            fmt = exp.Literal.string(format_time(fmt.name, Spark.TIME_MAPPING))
-        if isinstance(fmt, exp.Literal):  # Java's quoted literals ('T') and zone offsets (XXX, Z) as strptime's
-            java = re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", fmt.name))
-            fmt = exp.Literal.string(java)
-        text = _as(node.this, "VARCHAR")
-        if isinstance(fmt, exp.Literal) and "%z" in fmt.name:  # Java's X reads 'Z' as UTC; strptime's %z does not
-            text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
-        parsed = exp.StrToTime(this=text, format=fmt, safe=True) if fmt is not None else exp.TryCast(this=text, to=exp.DataType.build("TIMESTAMP"))
-        return _as(_fn("floor", _fn("epoch", parsed)), "BIGINT")
+        return _as(_fn("floor", _fn("epoch", duck_functions.read_time(_as(node.this, "VARCHAR"), node.args.get("format")))), "BIGINT")
+    if isinstance(node, exp.StrToTime):  # to_timestamp(s, pattern)
+        return duck_functions.read_time(node.this, node.args.get("format"))
     if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.SIGNED_INTEGER_TYPES):  # Spark truncates, DuckDB rounds
         x, kind = node.this, _fn("typeof", node.this.copy())
         floating = exp.In(this=kind, expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])

@@ -8,11 +8,13 @@ and month names, Spark's type names, time zone conversions, and the functions Du
 """
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.time import format_time
 
-__all__ = ["MACROS", "rewrite"]
+__all__ = ["MACROS", "read_time", "rewrite"]
 
 #: DuckDB macros the rewrites call; created on each connection with ``duck``'s own.
 MACROS = """
@@ -97,14 +99,34 @@ def _pmod(a: exp.Expression, n: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=exp.LT(this=r.copy(), expression=_n(0)), true=back)], default=r)
 
 
+def _instant(value: exp.Expression) -> exp.Expression:
+    """A date, timestamp or text as a timestamp: text with a zone offset (``...T10:00:00+01:00``) is that instant, as
+    Spark reads it (DuckDB's cast to TIMESTAMP drops the offset), without one it is UTC (the session's zone); the
+    instant as UTC wall-clock time, NULL where the text is no time."""
+    return exp.TryCast(this=exp.TryCast(this=value, to=exp.DataType.build("TIMESTAMPTZ")), to=exp.DataType.build("TIMESTAMP"))
+
+
+def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expression:
+    """``text`` read as a timestamp by a Spark (Java) pattern, or cast without one; NULL where it reads as none.
+
+    A literal pattern is Java's where sqlglot left it so (``to_unix_timestamp``, ``try_to_timestamp``);
+    its quoted literals (``'T'``) and zone offsets (``X``, ``Z``) become strptime's, and a ``Z`` suffix
+    reads as UTC, as Java's ``X`` reads it.
+    """
+    if pattern is None:
+        return _instant(text)
+    if isinstance(pattern, exp.Literal) and "%" not in pattern.name:
+        pattern = exp.Literal.string(format_time(pattern.name, Spark.TIME_MAPPING))
+    if isinstance(pattern, exp.Literal):
+        pattern = exp.Literal.string(re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", pattern.name)))
+        if "%z" in pattern.name:
+            text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
+    return exp.StrToTime(this=text, format=pattern, safe=True)
+
+
 def _parsed_time(args: list[exp.Expression], to: str) -> exp.Expression:
     """``try_to_timestamp`` / ``try_to_date``: text read by a Java pattern, or cast; NULL where it is no time."""
-    if len(args) < 2:
-        return exp.TryCast(this=args[0], to=exp.DataType.build(to))
-    pattern = args[1]
-    if isinstance(pattern, exp.Literal):
-        pattern = exp.Literal.string(format_time(pattern.name, Spark.TIME_MAPPING))
-    parsed = exp.StrToTime(this=args[0], format=pattern, safe=True)
+    parsed = read_time(args[0], args[1] if len(args) > 1 else None)
     return exp.Cast(this=parsed, to=exp.DataType.build(to)) if to == "DATE" else parsed
 
 
@@ -166,6 +188,8 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
     if name and (named := _by_name(name, list(node.expressions))) is not None:
         return named
+    if isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.TIMESTAMP and not (isinstance(node.this, exp.TryCast) and node.this.to.this == exp.DataType.Type.TIMESTAMPTZ):
+        return _instant(node.this)
     if isinstance(node, exp.Quantile):  # percentile: interpolated, as Spark's (DuckDB's quantile is discrete)
         return _fn("quantile_cont", node.this, node.args["quantile"])
     if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last, exp.AnyValue)) and not isinstance(node.parent, exp.Window):
