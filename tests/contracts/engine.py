@@ -179,6 +179,18 @@ def _with_columns_rows(d: Data) -> list[dict[str, Any]]:
     return [d.row(i, **e) for i, e in enumerate(extra)]
 
 
+def _ranked_windows() -> list[dict]:
+    """Each LINKS row's ranking and framed window columns, computed here from its key's rows (in ts order, no ties)."""
+    out = []
+    for r in LINKS:
+        same = [x for x in LINKS if x["link"] == r["link"]]
+        pos, n = same.index(r), len(same)
+        crcs = [x["crc"] for x in same if x["crc"] is not None]
+        out.append({"last_crc": crcs[-1] if crcs else None, "first_rx": same[0]["rx"], "rk": pos + 1, "nt": 1 + pos * 2 // n,
+                    "pr": pos / (n - 1) if n > 1 else 0.0, "crcs": len(set(crcs)), "second_rx": same[1]["rx"] if n > 1 else None})
+    return out
+
+
 def _compound_windows() -> list[dict]:
     """Each LINKS row's compound window columns, computed here from its key's rows (LINKS lists each key's rows in ts order)."""
     out = []
@@ -397,6 +409,13 @@ CASES: dict[str, Case] = {
         [{"op": "table.window_columns", "params": {"keys": ["link"], "order_by": "ts", "columns": {
             "step": "rx - lag(rx)", "span": "max(ts) - min(ts)", "share": "crc / sum(crc)", "rn0": "row_number() - 1"}}}],
         lambda d: [d.row(i, **e) for i, e in enumerate(_compound_windows())],
+    ),
+    "window_columns_ranks": Case(
+        "links",
+        [{"op": "table.window_columns", "params": {"keys": ["link"], "order_by": "ts", "columns": {
+            "last_crc": "last(crc, true)", "first_rx": "first(rx)", "rk": "rank()", "nt": "ntile(2)", "pr": "percent_rank()",
+            "crcs": "count(DISTINCT crc)", "second_rx": "nth_value(rx, 2)"}}}],
+        lambda d: [d.row(i, **e) for i, e in enumerate(_ranked_windows())],
     ),
     "unix_timestamp": Case(
         "links",

@@ -135,8 +135,8 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal) and "SSS" in node.args["format"].name:
         node.set("format", exp.Literal.string(node.args["format"].name.replace("SSS", "%g")))  # Java's milliseconds
         return node
-    if isinstance(node, exp.Window) and isinstance(node.this, exp.RowNumber):
-        return _as(node, "INTEGER")  # Spark's row_number is an INT (DuckDB: a BIGINT)
+    if isinstance(node, exp.Window) and isinstance(node.this, (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)):
+        return _as(node, "INTEGER")  # Spark's row_number, rank, dense_rank and ntile are INTs (DuckDB: BIGINTs)
     if _collects(node) and not isinstance(node.parent, exp.Window) or isinstance(node, exp.Window) and _collects(node.this):
         return exp.Coalesce(this=node, expressions=[exp.Array(expressions=[])])  # Spark: [] where no value is kept (DuckDB: NULL)
     if isinstance(node, (exp.DateTrunc, exp.TimestampTrunc)) and isinstance(node.args.get("unit"), (exp.Literal, exp.Var)):

@@ -192,8 +192,11 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return _instant(node.this)
     if isinstance(node, exp.Quantile):  # percentile: interpolated, as Spark's (DuckDB's quantile is discrete)
         return _fn("quantile_cont", node.this, node.args["quantile"])
-    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last, exp.AnyValue)) and not isinstance(node.parent, exp.Window):
-        agg = node.this  # first(x, true) / last(x, true): DuckDB drops IGNORE NULLS outside a window
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last)) and isinstance(node.parent, exp.Window):
+        value = exp.FirstValue if isinstance(node.this, exp.First) else exp.LastValue  # DuckDB keeps IGNORE NULLS for these
+        return exp.IgnoreNulls(this=value(this=node.this.this))
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last, exp.AnyValue)):
+        agg = node.this  # first(x, true) / last(x, true): DuckDB drops IGNORE NULLS
         return exp.Filter(this=agg, expression=exp.Where(this=exp.Not(this=exp.Is(this=agg.this.copy(), expression=exp.Null()))))
     if isinstance(node, (exp.Transform, exp.ArrayFilter)) and isinstance(node.expression, exp.Lambda):
         _from_zero(node.expression)

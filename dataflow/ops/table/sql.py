@@ -33,7 +33,9 @@ from sqlglot.dialects.spark import Spark
 from dataflow.ops.table.coercion import coerced
 
 __all__ = [
+    "FRAMED",
     "ORDERED_WINDOW",
+    "RANKING",
     "window_calls",
     "ExprError",
     "columns_of",
@@ -90,7 +92,7 @@ def _syntax(text: str) -> exp.Expression:
 
 def _aggregates(tree: exp.Expression):
     for node in tree.find_all(exp.AggFunc, exp.Anonymous):
-        if isinstance(node, exp.AggFunc) or node.name.lower() in EXTRA_AGGREGATES:
+        if isinstance(node, exp.AggFunc) and not isinstance(node, RANKING) or isinstance(node, exp.Anonymous) and node.name.lower() in EXTRA_AGGREGATES:
             yield node
 
 
@@ -167,13 +169,19 @@ def parse_aggregation(text: str, *, implicit_x: bool = False) -> exp.Expression:
 
 
 #: The window functions of ``table.window_columns`` that follow a key's row order; the rest aggregate over its rows.
-ORDERED_WINDOW = (exp.Lag, exp.Lead, exp.RowNumber)
+#: ``RANKING`` ones are no aggregation; ``FRAMED`` ones see all the key's rows in order.
+RANKING = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist, exp.Ntile, exp.NthValue)
+FRAMED = (exp.First, exp.Last, exp.FirstValue, exp.LastValue, exp.NthValue)
+ORDERED_WINDOW = (exp.Lag, exp.Lead, *RANKING, *FRAMED)
 
 
 def window_calls(tree: exp.Expression):
-    """The window functions of a ``table.window_columns`` column: its aggregations and ``ORDERED_WINDOW`` calls."""
-    yield from tree.find_all(*ORDERED_WINDOW)
-    yield from _aggregates(tree)
+    """The window functions of a ``table.window_columns`` column: its aggregations and ``ORDERED_WINDOW`` calls, once each."""
+    seen: set[int] = set()
+    for node in (*tree.find_all(*ORDERED_WINDOW), *_aggregates(tree)):
+        if id(node) not in seen:
+            seen.add(id(node))
+            yield node
 
 
 @functools.lru_cache(maxsize=4096)
@@ -288,6 +296,8 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return node
     if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) or isinstance(node, exp.TryCast) and not node.args.get("safe"):
         return exp.TryCast(this=node.this, to=node.to, safe=True)
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last)):  # first(x, true): Spark's own form, also over a window
+        return exp.Anonymous(this=node.this.key, expressions=[node.this.this, exp.true()])
     if isinstance(node, exp.Anonymous) and node.name.lower() == "pmod" and len(node.expressions) == 2:  # by zero: NULL, as % (ANSI fails the task)
         a, n = node.expressions
         return exp.Anonymous(this="pmod", expressions=[a, exp.Nullif(this=n, expression=exp.Literal.number(0))])

@@ -10,7 +10,7 @@ from dataflow.columns import SOURCE
 from dataflow.ops.declare import op
 from dataflow.ops.table.coercion import arrow_kinds
 from dataflow.ops.table.duck import over_rows
-from dataflow.ops.table.sql import ORDERED_WINDOW, duckdb_sql, parse_window, window_calls
+from dataflow.ops.table.sql import FRAMED, ORDERED_WINDOW, duckdb_sql, parse_window, window_calls
 from dataflow.ops.table.sql_params import WindowExpr
 from dataflow.ops.table.types import ColumnName
 
@@ -30,14 +30,29 @@ def over_key(tree: exp.Expression, keys: list[str], order_by: str | None, source
     tree = tree.copy()
     partition = [exp.column(k, quoted=True) for k in keys] or None
     for call in list(window_calls(tree)):
-        scope = call.parent if isinstance(call.parent, exp.Filter) else call  # sum(x) FILTER (WHERE ...) OVER (...)
-        order = [*([order_by] if order_by else []), *([SOURCE] if source else [])] if isinstance(call, ORDERED_WINDOW) else []
+        scope = call.parent if isinstance(call.parent, (exp.Filter, exp.IgnoreNulls)) else call  # sum(x) FILTER (WHERE ...), last(x, true)
+        order = _order(call, order_by, source)
         ordered = exp.Order(expressions=[exp.Ordered(this=exp.column(c, quoted=True), desc=False, nulls_first=True) for c in order]) if order else None
-        window = exp.Window(this=scope.copy(), partition_by=partition, order=ordered)
+        frame = exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="UNBOUNDED", end_side="FOLLOWING") if isinstance(call, FRAMED) else None
+        distinct = call.this if isinstance(call, exp.Count) and isinstance(call.this, exp.Distinct) else None
+        if distinct is not None and len(distinct.expressions) == 1:  # count(DISTINCT x): Spark has no distinct window function
+            window: exp.Expression = exp.ArraySize(this=exp.Window(this=exp.ArrayUniqueAgg(this=distinct.expressions[0].copy()), partition_by=partition))
+        else:
+            window = exp.Window(this=scope.copy(), partition_by=partition, order=ordered, spec=frame)
         if scope is tree:
             return window
         scope.replace(window)
     return tree
+
+
+def _order(call: exp.Expression, order_by: str | None, source: bool) -> list[str]:
+    """The columns ``call`` orders a key's rows by: none for an aggregation; ranks by ``order_by`` alone (ties share a
+    rank); the others by ``order_by`` then ``__source__``."""
+    if not isinstance(call, ORDERED_WINDOW):
+        return []
+    if isinstance(call, (exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist)) and order_by:
+        return [order_by]
+    return [*([order_by] if order_by else []), *([SOURCE] if source else [])]
 
 
 @op(name="table.window_columns", modality="table", inputs=(), outputs=(SOURCE,), kind="global", partition_by="keys",
@@ -56,7 +71,11 @@ def window_columns(
     ``max(ts) OVER (PARTITION BY keys)``. ``lag(x, n)`` / ``lead(x, n)`` are x n rows before / after
     in ``order_by`` order (ties by ``__source__``; null past the key's first / last row), and
     ``row_number()`` counts from 1: ``lag(x, n) OVER (PARTITION BY keys ORDER BY order_by)``.
-    Nulls sort first, as in Spark's ascending order. A column may combine them with the row's own
+    Nulls sort first, as in Spark's ascending order. ``rank()``, ``dense_rank()``, ``percent_rank()``
+    and ``cume_dist()`` follow ``order_by`` alone (ties share a rank), ``ntile(n)`` as ``lag``;
+    ``first(x)``, ``last(x)`` (``last(x, true)``: skipping nulls), ``first_value``, ``last_value`` and
+    ``nth_value(x, n)`` see all the key's rows in that order; ``count(DISTINCT x)`` counts the key's
+    distinct values. A column may combine them with the row's own
     columns: ``rx - lag(rx)``, ``max(ts) - min(ts)``, ``crc / sum(crc)``. Example:
     ``columns: {last_ts: "max(ts)", crc_prev: "lag(crc_errors)", rx_step: "rx - lag(rx)"}``.
 
