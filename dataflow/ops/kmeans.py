@@ -62,12 +62,18 @@ def unit_rows(values) -> np.ndarray:
 
 
 def nearest(unit: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """The index of each row's most similar centroid (the smallest index on a tie)."""
+    """The index of each row's most similar centroid (the smallest index on a tie).
+
+    Similarities are float64: a float32 product's last bits depend on where a row falls in the
+    block BLAS computes (its kernel for the edge rows), so a row near a cluster boundary was
+    assigned differently in a batch of other rows (an engine's block) than in the whole input.
+    """
     out = np.zeros(len(unit), dtype=np.int64)
     if centroids.size == 0:  # no centroid fitted (an empty sample): one cluster
         return out
+    wide = centroids.astype(np.float64).T
     for start in range(0, len(unit), _BLOCK):
-        out[start : start + _BLOCK] = np.argmax(unit[start : start + _BLOCK] @ centroids.T, axis=1)
+        out[start : start + _BLOCK] = np.argmax(unit[start : start + _BLOCK].astype(np.float64) @ wide, axis=1)
     return out
 
 
@@ -77,13 +83,14 @@ def fit_centroids(unit: np.ndarray, k: int, seed: int, iterations: int = 20) -> 
     m = len(unit)
     k = max(1, min(k, m))
     centroids = np.empty((k, unit.shape[1]), dtype=np.float32)
+    wide = unit.astype(np.float64)  # as in ``nearest``
     centroids[0] = unit[rng.integers(m)]
-    d2 = np.maximum(2.0 - 2.0 * (unit @ centroids[0]), 0.0).astype(np.float64)
+    d2 = np.maximum(2.0 - 2.0 * (wide @ centroids[0].astype(np.float64)), 0.0)
     for c in range(1, k):
         total = d2.sum()
         pick = int(rng.choice(m, p=d2 / total)) if total > 0 else int(rng.integers(m))
         centroids[c] = unit[pick]
-        d2 = np.minimum(d2, np.maximum(2.0 - 2.0 * (unit @ centroids[c]), 0.0))
+        d2 = np.minimum(d2, np.maximum(2.0 - 2.0 * (wide @ centroids[c].astype(np.float64)), 0.0))
     ids = None
     for _ in range(iterations):
         new = nearest(unit, centroids)
