@@ -233,7 +233,6 @@ def _jsonl(
     key: LineKey | None = None, count: Callable[[DataFrame, Column], DataFrame] | None = None, streamed: frozenset[str] = frozenset(),
 ) -> Checked:
     """Parsed JSON lines; ``fast``: those of ``files`` that passed ``json_fast.aligned`` (the job's actions run one task per file); ``key``, ``count``, ``streamed``: see ``read_source``."""
-    fast = frozenset(f for f in fast if file_key(f) not in streamed)
     declared = read.source.options.get("schema")
     fields = {k: v for k, v in (declared or infer_json_fields(sample_lines(files, storage, max_line_bytes(read.source.options)))).items() if k != SOURCE}
     if not fields:  # no JSON object in the input (empty files): the columns the steps name are null

@@ -126,7 +126,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         node.set("expression", _fn("nullif", node.expression, exp.Literal.number(0)))
         return node
     if isinstance(node, exp.MonthsBetween):  # Spark counts the time of day too, in months of 31 days
-        months = _fn("__df_months_between", *(exp.TryCast(this=a, to=exp.DataType.build("TIMESTAMP")) for a in (node.this, node.expression)))
+        months = _fn("__df_months_between", node.this, node.expression)  # timestamps: coercion._time_casts
         if isinstance(node.args.get("roundoff"), exp.Boolean) and not node.args["roundoff"].this:
             return months
         return exp.Round(this=months, decimals=exp.Literal.number(8))  # Spark rounds to 8 digits unless roundOff is false
@@ -143,7 +143,6 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         unit = node.args["unit"]  # Spark's names (MM, MON, YYYY, YY, DD) as DuckDB's; trunc(date) gives a DATE
         name = _SPARK_UNITS.get(unit.name.upper(), unit.name.lower())
         node.set("unit", exp.Literal.string(name) if isinstance(unit, exp.Literal) else exp.var(name.upper()))
-        node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("TIMESTAMP")))  # Spark casts text to the time it needs
         return _as(node, "DATE") if isinstance(node, exp.DateTrunc) else node
     if isinstance(node, exp.Elt):  # elt(n, a, b, ...): NULL outside 1..count (DuckDB's lists count from the end below 1)
         picked = exp.Bracket(this=exp.Array(expressions=node.expressions), expressions=[node.this.copy()], offset=1)
@@ -166,8 +165,6 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         arg = node.expression if node.expression is not None else node.this
         positive = _when(exp.GT(this=arg, expression=exp.Literal.number(0)), arg)
         return exp.Log(this=node.this, expression=positive) if node.expression is not None else exp.Log(this=positive)
-    if isinstance(node, (exp.Hour, exp.Minute, exp.Second)):
-        return type(node)(this=exp.TryCast(this=node.this, to=exp.DataType.build("TIMESTAMP")))
     if isinstance(node, exp.DayOfWeek):
         return exp.Add(this=node, expression=exp.Literal.number(1))  # Spark: 1 is Sunday
     if isinstance(node, exp.TsOrDsAdd):  # date_add / date_sub give a DATE

@@ -39,7 +39,6 @@ CREATE MACRO __df_spark_type(t) AS CASE
   ELSE __df_scalar_type(t) END;
 """
 
-_DATE_PARTS = (exp.Quarter, exp.LastDay, exp.NextDay)
 _TRY_ARITHMETIC = {exp.SafeAdd: exp.Add, exp.SafeSubtract: exp.Sub, exp.SafeMultiply: exp.Mul}
 
 
@@ -49,11 +48,6 @@ def _fn(name: str, *args: exp.Expression) -> exp.Expression:
 
 def _n(value: int) -> exp.Literal:
     return exp.Literal.number(value)
-
-
-def _timestamp(node: exp.Expression) -> exp.Expression:
-    """A date, timestamp or text (Spark casts a string to the time it needs; text that is none is NULL)."""
-    return exp.TryCast(this=node, to=exp.DataType.build("TIMESTAMP"))
 
 
 def _from_zero(lam: exp.Lambda) -> exp.Lambda:
@@ -234,11 +228,10 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return _three_valued(_fn("list_transform", node.this, node.expression), True)
     if name == "forall" and len(node.expressions) == 2:
         return _three_valued(_fn("list_transform", *node.expressions), False)
-    if isinstance(node, (exp.Dayname, exp.Monthname)):  # Spark: 'Wed', 'Feb'
-        return _fn("left", type(node)(this=_timestamp(node.this)), _n(3))
-    if isinstance(node, _DATE_PARTS):
-        node.set("this", _timestamp(node.this))
-        return exp.Cast(this=node, to=exp.DataType.build("DATE")) if isinstance(node, (exp.LastDay, exp.NextDay)) else node
+    if isinstance(node, (exp.Dayname, exp.Monthname)):  # Spark: 'Wed', 'Feb' (the argument is a date: coercion._time_casts)
+        return _fn("left", node, _n(3))
+    if isinstance(node, (exp.LastDay, exp.NextDay)):  # a DATE, as Spark's
+        return exp.Cast(this=node, to=exp.DataType.build("DATE"))
     if isinstance(node, exp.Typeof):
         return _fn("__df_spark_type", node)
     if isinstance(node, (exp.AddMonths, exp.DateFromUnixDate)):  # a DATE, as Spark's
@@ -259,12 +252,12 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return exp.Case(ifs=[exp.If(this=_fn("regexp_matches", node.this.copy(), node.expression.copy()),
                                     true=_fn("regexp_extract", node.this, node.expression, _n(0)))])
     if isinstance(node, exp.AtTimeZone):  # from_utc_timestamp(ts, tz): ts read as UTC, the wall-clock time in tz
-        return _fn("timezone", node.args["zone"], _fn("timezone", exp.Literal.string("UTC"), _timestamp(node.this)))
+        return _fn("timezone", node.args["zone"], _fn("timezone", exp.Literal.string("UTC"), node.this))  # sqlglot casts ts
     if isinstance(node, exp.FromTimeZone):  # to_utc_timestamp(ts, tz): ts read as tz's wall-clock time, in UTC
-        return _fn("timezone", exp.Literal.string("UTC"), _fn("timezone", node.args["zone"], _timestamp(node.this)))
+        return _fn("timezone", exp.Literal.string("UTC"), _fn("timezone", node.args["zone"], node.this))
     if isinstance(node, exp.ConvertTimezone):  # convert_timezone([source, ]target, ts): the source defaults to the session's (UTC)
         source = node.args.get("source_tz") or exp.Literal.string("UTC")
-        return _fn("timezone", node.args["target_tz"], _fn("timezone", source, _timestamp(node.args["timestamp"])))
+        return _fn("timezone", node.args["target_tz"], _fn("timezone", source, _instant(node.args["timestamp"])))
     if isinstance(node, exp.CurrentTimezone):  # dataflow's Spark sessions run in UTC
         return exp.Literal.string("UTC")
     if isinstance(node, (exp.Sec, exp.Csc)):
