@@ -165,6 +165,28 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("format_number(d * 1000, 2)", "2,500.00", N), ("format_number(i, -1)", N, N), ("bin(i)", "111", N), ("bin(neg)", "1" * 61 + "001", N),
     ("array_repeat(s, 2)", ["Hello World", "Hello World"], [N, N]), ("array_repeat(i, 0)", [], []),
     ("arrays_overlap(arr, array(30, 40))", True, N), ("arrays_overlap(arr, array(40))", False, N), ("arrays_overlap(array(1, NULL), array(2))", N, N), ("cast(timestamp_seconds(1230219000) as string)", "2008-12-25 15:30:00", "2008-12-25 15:30:00"),
+    # fields of a time: Sunday is day 1, seconds keep their fraction; text read as a timestamp, an interval as it is
+    ("date_part('hour', ts)", 13, N), ("date_part('dow', dt)", 3, N), ("datepart('DOY', dt)", 65, N), ("extract(DAYOFWEEK_ISO FROM dt)", 2, N),
+    ("extract(SECOND FROM to_timestamp(ts) + INTERVAL 250 MILLISECONDS)", 30.25, N), ("extract(DOW FROM to_date(dt))", 3, N),
+    ("date_part('YEAROFWEEK', '2021-01-01')", 2020, 2020), ("date_part('days', INTERVAL 5 DAYS 3 HOURS)", 5, 5),
+    ("cast(make_date(2024, 2, i) as string)", "2024-02-07", N), ("now() > to_timestamp(ts)", True, N), ("cast(to_timestamp(ts) as string)", "2024-03-05 13:45:30", N),
+    # numbers to the last digit near zero
+    ("log1p(1e-12)", 9.999999999995e-13, 9.999999999995e-13), ("log1p(d)", 1.252762968495368, N), ("log1p(neg)", N, N), ("expm1(1e-12)", 1.0000000000005e-12, 1.0000000000005e-12),
+    ("expm1(z)", 0.0, N), ("ascii(i)", 55, N), ("base64(s)", "SGVsbG8gV29ybGQ=", N),
+    # arrays and maps: sizes by type, lambdas over a map's entries, Spark's NULLs
+    ("cardinality(arr)", 3, N), ("size(map('a', i, 'b', j))", 2, 2), ("cardinality(map('a', i))", 1, 1), ("get(arr, 1)", 20, N), ("get(arr, 3)", N, N),
+    ("get(arr, -1)", N, N), ("reverse(arr)", [30, 20, 10], N), ("reverse(s)", "dlroW olleH", N), ("array_union(arr, array(i, 10, NULL))", [10, 20, 30, 7, N], N),
+    ("size(map_concat(map('a', i), map('b', j)))", 2, 2), ("map_contains_key(map('a', i), 'a')", True, True),
+    ("transform_values(map('k', i), (k, v) -> v * 2)['k']", 14, N), ("transform_keys(map('k', i), (k, v) -> upper(k))['K']", 7, N),
+    ("cardinality(map_filter(map('a', i, 'b', j), (k, v) -> v > 5))", 1, 0), ("zip_with(arr, array(i, j), (x, y) -> x + coalesce(y, 0))", [17, 22, 30], N),
+    ("split(ip, ' ', 2)", ["10.0.0.1", "GET /a/b 404"], N), ("split(ip, '[./ ]', 3)", ["10", "0", "0.1 GET /a/b 404"], N), ("split(s, 'o', -1)", ["Hell", " W", "rld"], N),
+    ("str_to_map(concat('a=1;b=', i), ';', '=')['b']", "7", N), ("str_to_map('a:1,b')['b']", N, N), ("cardinality(str_to_map('x:1,y:2'))", 2, 2),
+    # URLs and masks, as Java's URI, URLEncoder and Character classes
+    ("parse_url(concat('https://u@example.com:8080/p?x=', i, '#f'), 'HOST')", "example.com", N), ("parse_url(concat('https://e.com/p?x=', i), 'QUERY', 'x')", "7", N),
+    ("parse_url(concat('https://u@e.com:8080/a/b?x=', i, '#f'), 'FILE')", "/a/b?x=7", N), ("parse_url('http://e.com', 'QUERY')", N, N), ("parse_url('http://e.com', 'PATH')", "", ""),
+    ("parse_url('http://my_host/x', 'HOST')", N, N), ("parse_url('mailto:a@b.c', 'PATH')", N, N), ("parse_url('https://u:p@e.com/', 'USERINFO')", "u:p", "u:p"),
+    ("try_parse_url(concat('http://a b/', i), 'HOST')", N, N), ("url_encode(concat(s, '~*'))", "Hello+World%7E*", N), ("url_decode('a+b%2Bc')", "a b+c", "a b+c"),
+    ("mask(s)", "Xxxxx Xxxxx", N), ("mask(ip, 'A', 'a', '9', '-')", "99-9-9-9-AAA--a-a-999", N), ("mask('Ünï 7', NULL)", "Üxx n", "Üxx n"),
 ]
 
 GROUPED = [

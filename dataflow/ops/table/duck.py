@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from dataflow.ops.table import duck_functions
+from dataflow.ops.table import duck_collections, duck_functions
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
@@ -183,9 +183,12 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
                              exp.Not(this=_fn("regexp_full_match", text.copy(), exp.Literal.string("[+-]?[0-9]+"))))
         return exp.Case(ifs=[exp.If(this=floating, true=exp.TryCast(this=_fn("trunc", exp.TryCast(this=x.copy(), to=exp.DataType.build("DOUBLE"))), to=node.to.copy())),
                              exp.If(this=decimal, true=exp.TryCast(this=whole, to=node.to.copy())), exp.If(this=malformed, true=exp.Null())], default=node)
-    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):  # a double or float as Spark writes it
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):  # a double or float as Spark writes it, an instant without its zone
         floating = exp.In(this=_fn("typeof", node.this.copy()), expressions=[exp.Literal.string("DOUBLE"), exp.Literal.string("FLOAT")])
-        return exp.Case(ifs=[exp.If(this=floating, true=_fn("__df_java_double_text", _as(node.this.copy(), "VARCHAR")))], default=node)
+        instant = exp.EQ(this=_fn("typeof", node.this.copy()), expression=exp.Literal.string("TIMESTAMP WITH TIME ZONE"))  # in UTC: '+00' ends it
+        return exp.Case(ifs=[exp.If(this=floating, true=_fn("__df_java_double_text", _as(node.this.copy(), "VARCHAR"))),
+                             exp.If(this=instant, true=_fn("regexp_replace", _as(node.this.copy(), "VARCHAR"), exp.Literal.string("\\+00$"), exp.Literal.string("")))],
+                        default=node)
     if isinstance(node, exp.JSONExtractScalar):  # get_json_object: NULL for text that is not JSON
         return _when(_fn("json_valid", node.this), node)
     if isinstance(node, exp.FromJson):
@@ -227,6 +230,7 @@ def _connection() -> duckdb.DuckDBPyConnection:
         con.execute("LOAD icu; SET TimeZone = 'UTC'")  # as dataflow's Spark sessions, not the machine's zone (ICU is built in)
         con.execute(_MACROS)
         con.execute(duck_functions.MACROS)
+        con.execute(duck_collections.MACROS)
         _local.con = con
     return con
 

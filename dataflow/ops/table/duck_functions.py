@@ -14,10 +14,13 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.time import format_time
 
-__all__ = ["MACROS", "read_time", "rewrite"]
+from dataflow.ops.table import duck_collections, duck_urls
+
+__all__ = ["MACROS", "read_time", "rewrite", "substitute"]
 
 #: DuckDB macros the rewrites call; created on each connection with ``duck``'s own.
 MACROS = """
+CREATE MACRO __df_time_of(x VARCHAR) AS TRY_CAST(TRY_CAST(x AS TIMESTAMPTZ) AS TIMESTAMP), (x) AS x;
 CREATE MACRO __df_width_bucket(v, lo, hi, n) AS CASE
   WHEN n <= 0 OR lo = hi OR isnan(v) OR isnan(lo) OR isnan(hi) THEN NULL
   WHEN lo < hi THEN CASE WHEN v < lo THEN 0 WHEN v >= hi THEN n + 1 ELSE CAST(floor((v - lo) / (hi - lo) * n) AS BIGINT) + 1 END
@@ -55,11 +58,11 @@ def _from_zero(lam: exp.Lambda) -> exp.Lambda:
     if len(lam.expressions) != 2:
         return lam
     index = lam.expressions[1].name
-    lam.set("this", _substitute(lam.this, index, lambda ref: exp.paren(exp.Sub(this=ref, expression=_n(1)))))
+    lam.set("this", substitute(lam.this, index, lambda ref: exp.paren(exp.Sub(this=ref, expression=_n(1)))))
     return lam
 
 
-def _substitute(body: exp.Expression, name: str, value) -> exp.Expression:
+def substitute(body: exp.Expression, name: str, value) -> exp.Expression:
     """``body`` with each reference to the lambda argument ``name`` (an identifier, or a column of that name) replaced by ``value(reference)``."""
 
     def swap(node: exp.Expression) -> exp.Expression:
@@ -124,6 +127,61 @@ def _parsed_time(args: list[exp.Expression], to: str) -> exp.Expression:
     return exp.Cast(this=parsed, to=exp.DataType.build(to)) if to == "DATE" else parsed
 
 
+#: Spark's ``extract`` / ``date_part`` fields as DuckDB's ``date_part`` units of the same value (``DAYOFWEEK`` and ``SECOND``: ``_extract``).
+_FIELDS = {
+    **dict.fromkeys(("YEAR", "Y", "YEARS", "YR", "YRS"), "year"), "YEAROFWEEK": "isoyear", **dict.fromkeys(("QUARTER", "QTR"), "quarter"),
+    **dict.fromkeys(("MONTH", "MON", "MONS", "MONTHS"), "month"), **dict.fromkeys(("WEEK", "W", "WEEKS"), "week"),
+    **dict.fromkeys(("DAY", "D", "DAYS"), "day"), **dict.fromkeys(("DAYOFWEEK", "DOW"), "dow"), **dict.fromkeys(("DAYOFWEEK_ISO", "DOW_ISO"), "isodow"),
+    "DOY": "doy", **dict.fromkeys(("HOUR", "H", "HOURS", "HR", "HRS"), "hour"), **dict.fromkeys(("MINUTE", "M", "MIN", "MINS", "MINUTES"), "minute"),
+    **dict.fromkeys(("SECOND", "S", "SEC", "SECONDS", "SECS"), "second"),
+}
+
+
+def _extract(field: str, source: exp.Expression) -> exp.Expression | None:
+    """Spark's ``extract(field FROM source)``: Sunday is day 1 of the week, seconds keep their fraction (DECIMAL(8, 6)); None: a field it lacks."""
+    unit = _FIELDS.get(field.upper())
+    if unit is None:
+        return None
+    when = _fn("__df_time_of", source)  # text read as a timestamp (``_instant``); a date, time or interval as it is
+    if unit == "second":
+        micros = exp.Div(this=_fn("date_part", exp.Literal.string("microseconds"), when), expression=exp.Literal.number("1000000.0"))
+        return exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(8, 6)", dialect="duckdb"))
+    part = _fn("date_part", exp.Literal.string(unit), when)
+    return exp.Add(this=part, expression=_n(1)) if unit == "dow" else part
+
+
+def _log1p(x: exp.Expression) -> exp.Expression:
+    """ln(1 + x) to the last digits where x is tiny (``u = 1 + x``, scaled by ``x / (u - 1)``); NULL at or below -1, as Spark's."""
+    u = exp.paren(exp.Add(this=_n(1), expression=exp.Cast(this=x.copy(), to=exp.DataType.build("DOUBLE"))))
+    scaled = exp.Div(this=exp.Mul(this=_fn("ln", u.copy()), expression=x.copy()), expression=exp.paren(exp.Sub(this=u.copy(), expression=_n(1))))
+    return exp.Case(ifs=[exp.If(this=exp.LTE(this=x.copy(), expression=_n(-1)), true=exp.Null()),
+                         exp.If(this=exp.EQ(this=u.copy(), expression=_n(1)), true=exp.Cast(this=x.copy(), to=exp.DataType.build("DOUBLE")))], default=scaled)
+
+
+def _expm1(x: exp.Expression) -> exp.Expression:
+    """exp(x) - 1 to the last digits where x is tiny (``u = exp(x)``, scaled by ``x / ln(u)``)."""
+    u = _fn("exp", exp.Cast(this=x.copy(), to=exp.DataType.build("DOUBLE")))
+    scaled = exp.Div(this=exp.Mul(this=exp.paren(exp.Sub(this=u.copy(), expression=_n(1))), expression=x.copy()), expression=_fn("ln", u.copy()))
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=u.copy(), expression=_n(1)), true=exp.Cast(this=x.copy(), to=exp.DataType.build("DOUBLE"))),
+                         exp.If(this=exp.EQ(this=exp.Sub(this=u.copy(), expression=_n(1)), expression=_n(-1)), true=exp.Literal.number("-1.0")),
+                         exp.If(this=_fn("isinf", u.copy()), true=u.copy())], default=scaled)
+
+
+def _mask(args: list[exp.Expression]) -> exp.Expression | None:
+    """Spark's ``mask(s[, upper[, lower[, digit[, other]]]])``: each letter or digit replaced by its class's character (NULL: kept)."""
+    given = [*args[1:], *([None] * (5 - len(args)))]
+    if len(args) > 5 or any(a is not None and not isinstance(a, (exp.Literal, exp.Null)) for a in given):
+        return None
+    defaults = [exp.Literal.string("X"), exp.Literal.string("x"), exp.Literal.string("n"), exp.Null()]
+    chars = [d if a is None else a for a, d in zip(given, defaults)]
+    c = exp.column("__df_c")
+    classes = [exp.If(this=_fn("regexp_full_match", c.copy(), exp.Literal.string(f"\\p{{{k}}}")), true=exp.Coalesce(this=ch, expressions=[c.copy()]))
+               for k, ch in zip(("Lu", "Ll", "Nd"), chars)]
+    each = exp.Case(ifs=classes, default=exp.Coalesce(this=chars[3], expressions=[c.copy()]))
+    masked = _fn("list_transform", _fn("string_split", args[0].copy(), exp.Literal.string("")), exp.Lambda(this=each, expressions=[exp.to_identifier("__df_c")]))
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=args[0], expression=exp.Null()), true=exp.Null())], default=_fn("array_to_string", masked, exp.Literal.string("")))
+
+
 def _by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     """The Spark functions sqlglot does not know (``sql.SPARK_EXTRA``) as DuckDB nodes; None for the others."""
     if name in ("isnull", "isnotnull"):
@@ -159,6 +217,16 @@ def _by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return _fn(name, *args)
     if name == "regexp":
         return exp.RegexpLike(this=args[0], expression=args[1])
+    if name in ("date_part", "datepart") and len(args) == 2 and isinstance(args[0], exp.Literal):
+        return _extract(args[0].name, args[1])
+    if name == "make_date":
+        return _fn("make_date", *[exp.Cast(this=a, to=exp.DataType.build("BIGINT")) for a in args])
+    if name == "now":
+        return exp.CurrentTimestamp()
+    if name in ("log1p", "expm1"):
+        return _log1p(args[0]) if name == "log1p" else _expm1(args[0])
+    if name == "mask" and args:
+        return _mask(args)
     if name == "format_number" and len(args) == 2:  # grouped thousands, d digits (half even, as Java's DecimalFormat); d < 0: NULL
         spec = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("{:,."), expression=exp.Cast(this=args[1], to=exp.DataType.build("VARCHAR"))),
                          expression=exp.Literal.string("f}"))
@@ -182,6 +250,17 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     name = node.name.lower() if isinstance(node, exp.Anonymous) else ""
     if name and (named := _by_name(name, list(node.expressions))) is not None:
         return named
+    for module in (duck_collections, duck_urls):
+        if name and (named := module.by_name(name, list(node.expressions))) is not None:
+            return named
+    if (changed := duck_collections.rewrite(node)) is not None:
+        return changed
+    if isinstance(node, exp.Extract) and isinstance(node.this, (exp.Var, exp.Literal)) and (extracted := _extract(node.this.name, node.expression)) is not None:
+        return extracted
+    if isinstance(node, exp.Ascii):  # of a number too: its text's first character
+        return _fn("ascii", exp.Cast(this=node.this, to=exp.DataType.build("VARCHAR")))
+    if isinstance(node, exp.ParseUrl) and (url := duck_urls.parse_url(node)) is not None:
+        return url
     if isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.TIMESTAMP and not (isinstance(node.this, exp.TryCast) and node.this.to.this == exp.DataType.Type.TIMESTAMPTZ):
         return _instant(node.this)
     if isinstance(node, exp.Quantile):  # percentile: interpolated, as Spark's (DuckDB's quantile is discrete)
@@ -198,7 +277,7 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Reduce) and isinstance(node.args.get("finish"), exp.Lambda):  # aggregate(arr, zero, merge, finish)
         finish = node.args["finish"]
         node.set("finish", None)
-        return _substitute(finish.this, finish.expressions[0].name, lambda _: node.copy())
+        return substitute(finish.this, finish.expressions[0].name, lambda _: node.copy())
     if isinstance(node, exp.GenerateSeries) and node.args.get("step") is None:  # sequence(5, 1) counts down
         start, end = node.args["start"], node.args["end"]
         step = exp.Case(ifs=[exp.If(this=exp.LTE(this=start.copy(), expression=end.copy()), true=_n(1))], default=_n(-1))
