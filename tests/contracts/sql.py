@@ -187,6 +187,12 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("parse_url('http://my_host/x', 'HOST')", N, N), ("parse_url('mailto:a@b.c', 'PATH')", N, N), ("parse_url('https://u:p@e.com/', 'USERINFO')", "u:p", "u:p"),
     ("try_parse_url(concat('http://a b/', i), 'HOST')", N, N), ("url_encode(concat(s, '~*'))", "Hello+World%7E*", N), ("url_decode('a+b%2Bc')", "a b+c", "a b+c"),
     ("mask(s)", "Xxxxx Xxxxx", N), ("mask(ip, 'A', 'a', '9', '-')", "99-9-9-9-AAA--a-a-999", N), ("mask('Ünï 7', NULL)", "Üxx n", "Üxx n"),
+    # Spark's Murmur3 (seed 42) by type, a NULL leaving the hash as it is; crc32 of the UTF-8 bytes
+    ("hash(i)", 1293116811, 42), ("hash(s)", 352365215, 42), ("hash(i, s, d)", 2096725087, 42), ("pmod(hash(s), 100)", 15, 42),
+    ("hash(to_date(dt))", 1606236036, 42), ("hash(b)", -559580957, 42), ("hash(to_timestamp(ts))", -1308664106, 42), ("hash(-2.50)", 1324529000, 1324529000),
+    ("hash(d * -0.0)", -1670924195, 42), ("crc32(s)", 1243066710, N), ("hex(cast('héllo' as binary))", "68C3A96C6C6F", "68C3A96C6C6F"),
+    ("xxhash64(i)", -2864211556195259663, 42), ("xxhash64(s)", 8557436188178888239, 42), ("xxhash64(i, s, d)", -1890865466026135512, 42),
+    ("xxhash64(to_date(dt))", -6263697704898786573, 42),
 ]
 
 GROUPED = [
@@ -214,6 +220,9 @@ AGGREGATES: list[tuple[str, Any, Any]] = [
     # found by running the aggregate examples of Spark's function reference on both engines
     ("percentile(y, 0.3)", 2.2, 2.0), ("percentile(y, array(0.25, 0.75))", [2.0, 4.0], [2.0, 2.0]), ("median(y)", 3.0, 2.0),
     ("last(IF(v IS NULL, NULL, g), true)", "a", "b"), ("first(s, true)", "p", "r"),
+    # functions of an aggregate: DuckDB picks a macro's overload before it knows an aggregate's type (duck_collections)
+    ("hash(sum(v))", 519220707, -1131184084), ("size(collect_set(s))", 2, 1), ("reverse(sort_array(collect_list(s)))", ["q", "p", "p"], ["r"]),
+    ("reverse(max(s))", "q", "r"),
 ]
 
 #: (a JSON string, the json_tuple(js, 'a', 'b', 'c') values Spark gives).

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from dataflow.ops.table import duck_collections, duck_functions
+from dataflow.ops.table import duck_collections, duck_functions, spark_hash
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
@@ -231,6 +231,7 @@ def _connection() -> duckdb.DuckDBPyConnection:
         con.execute(_MACROS)
         con.execute(duck_functions.MACROS)
         con.execute(duck_collections.MACROS)
+        spark_hash.register(con)
         _local.con = con
     return con
 

@@ -12,11 +12,12 @@ from sqlglot import exp
 
 __all__ = ["MACROS", "by_name", "rewrite"]
 
-#: DuckDB macros the rewrites call, overloaded by their argument's type (a map, text; anything else: a list).
+#: DuckDB macros the rewrites call, overloaded by their argument's type (a map, text; anything else: a list or binary).
 MACROS = """
 CREATE MACRO __df_size(x MAP(VARCHAR, VARCHAR)) AS cardinality(x), (x) AS len(x);
 CREATE MACRO __df_reverse(x VARCHAR) AS reverse(x), (x) AS list_reverse(x);
 CREATE MACRO __df_base64(x VARCHAR) AS to_base64(encode(x)), (x) AS to_base64(x);
+CREATE MACRO __df_binary(x VARCHAR) AS encode(x), (x) AS CAST(x AS BLOB);
 """
 
 _ENTRY = "__df_entry"
@@ -133,7 +134,7 @@ def _split(text: exp.Expression, regex: exp.Expression, limit: exp.Expression) -
 def by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     """The array and map functions sqlglot does not know (``sql.SPARK_EXTRA``) as DuckDB nodes; None for the others."""
     if name == "cardinality":
-        return _fn("__df_size", *args)
+        return _fn("__df_size" if _typed(args[0]) else "len", *args)
     if name == "get":  # 0-based, NULL outside the array
         return exp.Case(ifs=[exp.If(this=exp.GTE(this=args[1].copy(), expression=_n(0)),
                                     true=exp.Bracket(this=args[0], expressions=[exp.Add(this=args[1], expression=_n(1))], offset=1))])
@@ -148,14 +149,31 @@ def by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     return None
 
 
+def _typed(arg: exp.Expression) -> bool:
+    """Whether DuckDB knows ``arg``'s type when it picks a macro's overload: not for an aggregate or a window (it takes the first overload, and fails)."""
+    return arg.find(exp.AggFunc, exp.Window) is None
+
+
+def _overloaded(node: exp.Expression, macro: str) -> exp.Expression | None:
+    return _fn(macro, node.this) if _typed(node.this) else None
+
+
 def rewrite(node: exp.Expression) -> exp.Expression | None:
-    """The array and map nodes of sqlglot's that DuckDB computes otherwise, rewritten; None for the others."""
+    """The array and map nodes of sqlglot's that DuckDB computes otherwise, rewritten; None for the others.
+
+    Over an aggregate or a window (``size(collect_set(x))``) the type-overloaded macros cannot be
+    used: ``size`` counts a list, ``reverse`` reverses a collected list or else text, as DuckDB's own functions.
+    """
     if isinstance(node, exp.ArraySize):
-        return _fn("__df_size", node.this)
+        return _overloaded(node, "__df_size")
     if isinstance(node, exp.Reverse):
-        return _fn("__df_reverse", node.this)
+        if not _typed(node.this) and node.this.find(exp.ArrayAgg, exp.ArrayUniqueAgg):
+            return _fn("list_reverse", node.this)
+        return _overloaded(node, "__df_reverse")
     if isinstance(node, exp.ToBase64):
-        return _fn("__df_base64", node.this)
+        return _overloaded(node, "__df_base64")
+    if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.is_type(exp.DataType.Type.BINARY, exp.DataType.Type.VARBINARY):
+        return _overloaded(node, "__df_binary")  # text as its UTF-8 bytes (DuckDB's cast reads escapes, and fails on other characters)
     if isinstance(node, exp.MapContainsKey):  # NULL for a NULL map
         return _fn("list_contains", _fn("map_keys", node.this), node.args["key"])
     if isinstance(node, exp.StrToMap):

@@ -225,6 +225,13 @@ def _by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return exp.CurrentTimestamp()
     if name in ("log1p", "expm1"):
         return _log1p(args[0]) if name == "log1p" else _expm1(args[0])
+    if name in ("hash", "xxhash64"):  # Spark's Murmur3 / XXH64 with seed 42, each argument hashed with the hash so far (``spark_hash``)
+        folded: exp.Expression = _n(42) if name == "hash" else exp.Cast(this=_n(42), to=exp.DataType.build("BIGINT"))
+        for arg in args:
+            folded = _fn("__df_hash" if name == "hash" else "__df_xxhash", folded, arg)
+        return folded
+    if name == "crc32":
+        return _fn("__df_crc32", args[0])
     if name == "mask" and args:
         return _mask(args)
     if name == "format_number" and len(args) == 2:  # grouped thousands, d digits (half even, as Java's DecimalFormat); d < 0: NULL
