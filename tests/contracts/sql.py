@@ -169,6 +169,7 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("date_part('hour', ts)", 13, N), ("date_part('dow', dt)", 3, N), ("datepart('DOY', dt)", 65, N), ("extract(DAYOFWEEK_ISO FROM dt)", 2, N),
     ("extract(SECOND FROM to_timestamp(ts) + INTERVAL 250 MILLISECONDS)", 30.25, N), ("extract(DOW FROM to_date(dt))", 3, N),
     ("date_part('YEAROFWEEK', '2021-01-01')", 2020, 2020), ("date_part('days', INTERVAL 5 DAYS 3 HOURS)", 5, 5),
+    ("date_part('hour', bad)", N, N), ("extract(DOY FROM bad)", N, N),
     ("cast(make_date(2024, 2, i) as string)", "2024-02-07", N), ("now() > to_timestamp(ts)", True, N), ("cast(to_timestamp(ts) as string)", "2024-03-05 13:45:30", N),
     # numbers to the last digit near zero
     ("log1p(1e-12)", 9.999999999995e-13, 9.999999999995e-13), ("log1p(d)", 1.252762968495368, N), ("log1p(neg)", N, N), ("expm1(1e-12)", 1.0000000000005e-12, 1.0000000000005e-12),
@@ -193,6 +194,9 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("hash(d * -0.0)", -1670924195, 42), ("crc32(s)", 1243066710, N), ("hex(cast('héllo' as binary))", "68C3A96C6C6F", "68C3A96C6C6F"),
     ("xxhash64(i)", -2864211556195259663, 42), ("xxhash64(s)", 8557436188178888239, 42), ("xxhash64(i, s, d)", -1890865466026135512, 42),
     ("xxhash64(to_date(dt))", -6263697704898786573, 42),
+    # Java's Formatter writes a NULL argument as null (false for %b) in its width; structs named as Spark names them
+    ("format_string('%s=%5d|', s, i)", "Hello World=    7|", "null= null|"), ("format_string('%.1f%% %b', d, b)", "2.5% true", "n% false"),
+    ("arrays_zip(arr, array(i, j))", [{"arr": 10, "1": 7}, {"arr": 20, "1": 2}, {"arr": 30, "1": N}], N),
 ]
 
 GROUPED = [

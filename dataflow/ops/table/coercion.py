@@ -130,6 +130,19 @@ _TIME_ARGUMENTS: dict[type, tuple[tuple[str, ...], str]] = {
 }
 
 
+def _is_date_part(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name.lower() in ("date_part", "datepart") and len(node.expressions) == 2
+
+
+def _interval_or_time(node: exp.Expression) -> bool:
+    """Whether ``extract``'s source is an interval or a time of day (fields of their own), not text or an instant read as a timestamp."""
+    if isinstance(node, (exp.Add, exp.Sub)):  # interval 5 days 3 hours: a sum of intervals
+        return _interval_or_time(node.this) and _interval_or_time(node.expression)
+    if isinstance(node, exp.Paren):
+        return _interval_or_time(node.this)
+    return isinstance(node, exp.Interval) or isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.INTERVAL, exp.DataType.Type.TIME)
+
+
 def _time_casts(node: exp.Expression) -> exp.Expression:
     """``node`` with the text it reads as a time cast by ``TRY_CAST`` (NULL where it is none, as a cast is here)."""
     if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast) and node.to.is_type(*exp.DataType.TEMPORAL_TYPES):
@@ -142,6 +155,9 @@ def _time_casts(node: exp.Expression) -> exp.Expression:
         node.set("safe", True)
     if isinstance(node, exp.Anonymous) and node.name.lower() == "weekday" and node.expressions and not isinstance(node.expressions[0], exp.TryCast):
         node.set("expressions", [exp.TryCast(this=node.expressions[0], to=exp.DataType.build("DATE"), safe=True), *node.expressions[1:]])
+    part_of = node.expression if isinstance(node, exp.Extract) else node.expressions[1] if _is_date_part(node) else None
+    if part_of is not None and not isinstance(part_of, exp.TryCast) and not _interval_or_time(part_of):  # extract(f FROM s), date_part(f, s)
+        part_of.replace(exp.TryCast(this=part_of.copy(), to=exp.DataType.build("TIMESTAMP"), safe=True))
     for key in _TIME_ARGUMENTS.get(type(node), ((), ""))[0]:
         arg = node.args.get(key)
         if arg is not None and not isinstance(arg, (exp.TryCast, exp.TsOrDsToDate, exp.StrToTime, exp.TimeStrToTime)):

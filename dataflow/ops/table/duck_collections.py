@@ -73,6 +73,18 @@ def _zip_with(a: exp.Expression, b: exp.Expression, lam: exp.Lambda) -> exp.Expr
     return exp.Case(ifs=[exp.If(this=_unknown(a, b), true=exp.Null())], default=each)
 
 
+def _arrays_zip(arrays: list[exp.Expression]) -> exp.Expression:
+    """``arrays_zip(a, b, ...)``: structs of the arrays' elements by position (the shorter padded with NULLs), each field
+    named as Spark names it (a column's or a struct field's name, else its position from 0); NULL where an array is."""
+    i = exp.to_identifier("__df_i")
+    names = [a.name if isinstance(a, (exp.Column, exp.Dot)) and a.name else str(k) for k, a in enumerate(arrays)]
+    fields = [exp.PropertyEQ(this=exp.to_identifier(n, quoted=True), expression=exp.Bracket(this=a.copy(), expressions=[exp.Add(this=exp.column(i.copy()), expression=_n(1))], offset=1))
+              for n, a in zip(names, arrays)]
+    size = _fn("greatest", *[_fn("len", a.copy()) for a in arrays])
+    zipped = _fn("list_transform", _fn("range", size), exp.Lambda(this=_fn("struct_pack", *fields), expressions=[i]))
+    return exp.Case(ifs=[exp.If(this=_unknown(*arrays), true=exp.Null())], default=zipped)
+
+
 def _array_union(a: exp.Expression, b: exp.Expression) -> exp.Expression:
     """The distinct elements of ``a`` then ``b``, in order, one NULL kept; NULL where an array is."""
     both = _fn("list_concat", a.copy(), b.copy())
@@ -174,6 +186,8 @@ def rewrite(node: exp.Expression) -> exp.Expression | None:
         return _overloaded(node, "__df_base64")
     if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.is_type(exp.DataType.Type.BINARY, exp.DataType.Type.VARBINARY):
         return _overloaded(node, "__df_binary")  # text as its UTF-8 bytes (DuckDB's cast reads escapes, and fails on other characters)
+    if isinstance(node, exp.ArraysZip) and node.expressions:
+        return _arrays_zip(list(node.expressions))
     if isinstance(node, exp.MapContainsKey):  # NULL for a NULL map
         return _fn("list_contains", _fn("map_keys", node.this), node.args["key"])
     if isinstance(node, exp.StrToMap):

@@ -182,6 +182,43 @@ def _mask(args: list[exp.Expression]) -> exp.Expression | None:
     return exp.Case(ifs=[exp.If(this=exp.Is(this=args[0], expression=exp.Null()), true=exp.Null())], default=_fn("array_to_string", masked, exp.Literal.string("")))
 
 
+_SPEC = re.compile(r"%(\d+\$)?([-#+ 0,(<]*)(\d+)?(\.\d+)?([a-zA-Z%])")
+
+
+def _java_format(args: list[exp.Expression]) -> exp.Expression | None:
+    """``format_string(pattern, ...)`` with a literal pattern, each argument formatted on its own: a NULL one is
+    Java's ``null`` (upper case for ``%S``...) in the same width and cut to the precision, where C's printf gives
+    NULL; ``%b`` is Java's (a boolean as itself, NULL as false, anything else true; C's printf: binary digits).
+    None: a pattern with indexed or relative arguments, times, or too few arguments (printf as it is)."""
+    pattern, values = args[0], args[1:]
+    if not (isinstance(pattern, exp.Literal) and pattern.is_string):
+        return None
+    text, pieces, pos, used = pattern.name, [], 0, 0
+    for m in _SPEC.finditer(text):
+        index, flags, width, precision, conversion = m.groups()
+        pieces.append(exp.Literal.string(text[pos:m.start()]))
+        pos = m.end()
+        if conversion in "%n":
+            pieces.append(exp.Literal.string("%" if conversion == "%" else "\n"))
+            continue
+        if index or "<" in flags or conversion in "tT" or used >= len(values):
+            return None
+        as_text = exp.Literal.string(f"%{'-' if '-' in flags else ''}{width or ''}{precision or ''}s")  # Java cuts "null" to the precision too
+        value = values[used]
+        used += 1
+        if conversion in "bB":  # Java: a boolean as itself, NULL as false, anything else as true
+            shown = exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Literal.string("false")),
+                                 exp.If(this=exp.EQ(this=_fn("typeof", value.copy()), expression=exp.Literal.string("BOOLEAN")),
+                                        true=_fn("lower", exp.Cast(this=value.copy(), to=exp.DataType.build("VARCHAR"))))], default=exp.Literal.string("true"))
+            pieces.append(_fn("printf", as_text, _fn("upper", shown) if conversion == "B" else shown))
+            continue
+        blank = _fn("printf", as_text, exp.Literal.string("NULL" if conversion.isupper() else "null"))
+        pieces.append(exp.Coalesce(this=_fn("printf", exp.Literal.string(m.group(0)), value), expressions=[blank]))
+    pieces.append(exp.Literal.string(text[pos:]))
+    kept = [p for p in pieces if not (isinstance(p, exp.Literal) and p.name == "")]
+    return exp.Concat(expressions=kept or [exp.Literal.string("")], safe=True)
+
+
 def _by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
     """The Spark functions sqlglot does not know (``sql.SPARK_EXTRA``) as DuckDB nodes; None for the others."""
     if name in ("isnull", "isnotnull"):
@@ -293,7 +330,7 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return node
     if isinstance(node, exp.Format) or name == "printf":  # format_string / printf: Java's % patterns, as C's printf
         args = [node.this, *node.expressions] if isinstance(node, exp.Format) else list(node.expressions)
-        return _fn("printf", *args)
+        return _java_format(args) or _fn("printf", *args)
     if isinstance(node, exp.Levenshtein) and node.args.get("ins_cost") is not None:  # levenshtein(a, b, threshold): -1 past it
         distance = exp.Levenshtein(this=node.this, expression=node.expression)
         return exp.Case(ifs=[exp.If(this=exp.GT(this=distance.copy(), expression=node.args["ins_cost"]), true=_n(-1))], default=distance)
