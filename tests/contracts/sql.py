@@ -178,7 +178,7 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("cardinality(arr)", 3, N), ("size(map('a', i, 'b', j))", 2, 2), ("cardinality(map('a', i))", 1, 1), ("get(arr, 1)", 20, N), ("get(arr, 3)", N, N),
     ("get(arr, -1)", N, N), ("reverse(arr)", [30, 20, 10], N), ("reverse(s)", "dlroW olleH", N), ("array_union(arr, array(i, 10, NULL))", [10, 20, 30, 7, N], N),
     ("size(map_concat(map('a', i), map('b', j)))", 2, 2), ("map_contains_key(map('a', i), 'a')", True, True),
-    ("transform_values(map('k', i), (k, v) -> v * 2)['k']", 14, N), ("transform_keys(map('k', i), (k, v) -> upper(k))['K']", 7, N),
+    ("transform_values(map('k', i), (k, v) -> v * 2)['k']", 14, N), ("transform_values(map('k', i), (value, key) -> key * 2)['k']", 14, N), ("transform_keys(map('k', i), (k, v) -> upper(k))['K']", 7, N),
     ("cardinality(map_filter(map('a', i, 'b', j), (k, v) -> v > 5))", 1, 0), ("zip_with(arr, array(i, j), (x, y) -> x + coalesce(y, 0))", [17, 22, 30], N),
     ("split(ip, ' ', 2)", ["10.0.0.1", "GET /a/b 404"], N), ("split(ip, '[./ ]', 3)", ["10", "0", "0.1 GET /a/b 404"], N), ("split(s, 'o', -1)", ["Hell", " W", "rld"], N),
     ("str_to_map(concat('a=1;b=', i), ';', '=')['b']", "7", N), ("str_to_map('a:1,b')['b']", N, N), ("cardinality(str_to_map('x:1,y:2'))", 2, 2),

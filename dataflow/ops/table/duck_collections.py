@@ -39,10 +39,7 @@ def _bound(lam: exp.Expression, values: list[exp.Expression]) -> exp.Expression:
     """The body of the lambda ``lam`` with each of its arguments replaced by the node in ``values``."""
     from dataflow.ops.table.duck_functions import substitute
 
-    body = lam.this
-    for arg, value in zip(lam.expressions, values):
-        body = substitute(body, arg.name, lambda _, v=value: v.copy())
-    return body
+    return substitute(lam.this, {arg.name: lambda _, v=value: v.copy() for arg, value in zip(lam.expressions, values)})
 
 
 def _entries(m: exp.Expression, over) -> exp.Expression:

@@ -9,6 +9,7 @@ and month names, Spark's type names, time zone conversions, and the functions Du
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
@@ -20,7 +21,6 @@ __all__ = ["MACROS", "read_time", "rewrite", "substitute"]
 
 #: DuckDB macros the rewrites call; created on each connection with ``duck``'s own.
 MACROS = """
-CREATE MACRO __df_time_of(x VARCHAR) AS TRY_CAST(TRY_CAST(x AS TIMESTAMPTZ) AS TIMESTAMP), (x) AS x;
 CREATE MACRO __df_width_bucket(v, lo, hi, n) AS CASE
   WHEN n <= 0 OR lo = hi OR isnan(v) OR isnan(lo) OR isnan(hi) THEN NULL
   WHEN lo < hi THEN CASE WHEN v < lo THEN 0 WHEN v >= hi THEN n + 1 ELSE CAST(floor((v - lo) / (hi - lo) * n) AS BIGINT) + 1 END
@@ -58,16 +58,17 @@ def _from_zero(lam: exp.Lambda) -> exp.Lambda:
     if len(lam.expressions) != 2:
         return lam
     index = lam.expressions[1].name
-    lam.set("this", substitute(lam.this, index, lambda ref: exp.paren(exp.Sub(this=ref, expression=_n(1)))))
+    lam.set("this", substitute(lam.this, {index: lambda ref: exp.paren(exp.Sub(this=ref, expression=_n(1)))}))
     return lam
 
 
-def substitute(body: exp.Expression, name: str, value) -> exp.Expression:
-    """``body`` with each reference to the lambda argument ``name`` (an identifier, or a column of that name) replaced by ``value(reference)``."""
+def substitute(body: exp.Expression, values: dict[str, Callable[[exp.Expression], exp.Expression]]) -> exp.Expression:
+    """``body`` with each reference to a lambda argument named in ``values`` (an identifier, or a column of that name)
+    replaced by ``values[name](reference)``, all in one pass (a replacement is not searched again)."""
 
     def swap(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not node.table and node.name == name or isinstance(node, exp.Identifier) and not isinstance(node.parent, exp.Column) and node.name == name:
-            return value(node.copy())
+        if isinstance(node, exp.Column) and not node.table and node.name in values or isinstance(node, exp.Identifier) and not isinstance(node.parent, exp.Column) and node.name in values:
+            return values[node.name](node.copy())
         return node
 
     return body.transform(swap)
@@ -142,11 +143,10 @@ def _extract(field: str, source: exp.Expression) -> exp.Expression | None:
     unit = _FIELDS.get(field.upper())
     if unit is None:
         return None
-    when = _fn("__df_time_of", source)  # text read as a timestamp (``_instant``); a date, time or interval as it is
-    if unit == "second":
-        micros = exp.Div(this=_fn("date_part", exp.Literal.string("microseconds"), when), expression=exp.Literal.number("1000000.0"))
+    if unit == "second":  # text reaches here read as a timestamp (``coercion._time_casts``); a date, time or interval as it is
+        micros = exp.Div(this=_fn("date_part", exp.Literal.string("microseconds"), source), expression=exp.Literal.number("1000000.0"))
         return exp.Cast(this=micros, to=exp.DataType.build("DECIMAL(8, 6)", dialect="duckdb"))
-    part = _fn("date_part", exp.Literal.string(unit), when)
+    part = _fn("date_part", exp.Literal.string(unit), source)
     return exp.Add(this=part, expression=_n(1)) if unit == "dow" else part
 
 
@@ -321,7 +321,7 @@ def rewrite(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Reduce) and isinstance(node.args.get("finish"), exp.Lambda):  # aggregate(arr, zero, merge, finish)
         finish = node.args["finish"]
         node.set("finish", None)
-        return substitute(finish.this, finish.expressions[0].name, lambda _: node.copy())
+        return substitute(finish.this, {finish.expressions[0].name: lambda _: node.copy()})
     if isinstance(node, exp.GenerateSeries) and node.args.get("step") is None:  # sequence(5, 1) counts down
         start, end = node.args["start"], node.args["end"]
         step = exp.Case(ifs=[exp.If(this=exp.LTE(this=start.copy(), expression=end.copy()), true=_n(1))], default=_n(-1))
