@@ -196,6 +196,7 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("xxhash64(to_date(dt))", -6263697704898786573, 42),
     # Java's Formatter writes a NULL argument as null (false for %b) in its width; structs named as Spark names them
     ("format_string('%s=%5d|', s, i)", "Hello World=    7|", "null= null|"), ("format_string('%.1f%% %b', d, b)", "2.5% true", "n% false"),
+    ("conv(i, 10, 2)", "111", N), ("conv(concat('ff', s), 16, 10)", "255", N), ("conv(neg, 10, -16)", "-7", N), ("soundex(s)", "H464", N),
     ("arrays_zip(arr, array(i, j))", [{"arr": 10, "1": 7}, {"arr": 20, "1": 2}, {"arr": 30, "1": N}], N),
 ]
 

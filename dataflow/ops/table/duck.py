@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from dataflow.ops.table import duck_collections, duck_functions, spark_hash
+from dataflow.ops.table import duck_collections, duck_functions, python_functions, spark_hash
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
@@ -232,6 +232,7 @@ def _connection() -> duckdb.DuckDBPyConnection:
         con.execute(duck_functions.MACROS)
         con.execute(duck_collections.MACROS)
         spark_hash.register(con)
+        python_functions.register(con)
         _local.con = con
     return con
 

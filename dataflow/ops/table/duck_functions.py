@@ -269,6 +269,8 @@ def _by_name(name: str, args: list[exp.Expression]) -> exp.Expression | None:
         return folded
     if name == "crc32":
         return _fn("__df_crc32", args[0])
+    if name == "conv" and len(args) == 3:  # Spark's NumberConverter (``python_functions``)
+        return _fn("__df_conv", *args)
     if name == "mask" and args:
         return _mask(args)
     if name == "format_number" and len(args) == 2:  # grouped thousands, d digits (half even, as Java's DecimalFormat); d < 0: NULL
@@ -301,6 +303,8 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return changed
     if isinstance(node, exp.Extract) and isinstance(node.this, (exp.Var, exp.Literal)) and (extracted := _extract(node.this.name, node.expression)) is not None:
         return extracted
+    if isinstance(node, exp.Soundex):  # Spark's American Soundex (``python_functions``)
+        return _fn("__df_soundex", node.this)
     if isinstance(node, exp.Ascii):  # of a number too: its text's first character
         return _fn("ascii", exp.Cast(this=node.this, to=exp.DataType.build("VARCHAR")))
     if isinstance(node, exp.ParseUrl) and (url := duck_urls.parse_url(node)) is not None:

@@ -52,7 +52,7 @@ __all__ = [
 HELPERS = {"slope": "regr_slope"}
 #: Spark functions sqlglot does not know by name, which DuckDB runs through a rewrite (``duck``).
 SPARK_EXTRA = {
-    "array_union", "arrays_overlap", "array_repeat", "bin", "bround", "btrim", "cardinality", "crc32", "date_part", "datepart", "e", "expm1", "find_in_set",
+    "array_union", "arrays_overlap", "array_repeat", "bin", "bround", "btrim", "cardinality", "conv", "crc32", "date_part", "datepart", "e", "expm1", "find_in_set",
     "forall", "format_number", "get", "hash", "hypot", "isnotnull", "isnull", "json_array_length", "log1p", "make_date", "map_concat", "map_entries",
     "map_filter", "map_values", "mask", "mean", "now", "nullifzero", "octet_length", "pmod", "positive", "printf", "regexp", "timestamp_micros",
     "timestamp_millis", "timestamp_seconds", "transform_keys", "transform_values", "try_mod", "try_parse_url", "try_to_date", "try_to_timestamp", "url_decode",
