@@ -124,10 +124,10 @@ def _str_to_map(text: exp.Expression, pairs: exp.Expression, kv: exp.Expression)
 
 def _split(text: exp.Expression, regex: exp.Expression, limit: exp.Expression) -> exp.Expression | None:
     """``split(text, regex, limit)``: at most ``limit`` pieces, the last holding the rest (``limit`` <= 0: all of them)."""
-    pattern = _literal_regex(regex)
-    if not isinstance(limit, exp.Literal) and not (isinstance(limit, exp.Neg) and isinstance(limit.this, exp.Literal)) or pattern is None:
+    pattern, number = _literal_regex(regex), limit.this if isinstance(limit, exp.Neg) else limit
+    if pattern is None or not (isinstance(number, exp.Literal) and number.is_int):
         return None
-    n = int(limit.name) if isinstance(limit, exp.Literal) else -int(limit.this.name)
+    n = -int(number.name) if isinstance(limit, exp.Neg) else int(number.name)
     parts = exp.RegexpSplit(this=text, expression=regex)
     if n <= 0:
         return parts
