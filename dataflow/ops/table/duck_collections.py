@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dataflow.ops.table.duck_nodes import any_null as _unknown, call as _fn, number as _n
+
 __all__ = ["MACROS", "by_name", "rewrite"]
 
 #: DuckDB macros the rewrites call, overloaded by their argument's type (a map, text; anything else: a list or binary).
@@ -21,18 +23,6 @@ CREATE MACRO __df_binary(x VARCHAR) AS encode(x), (x) AS CAST(x AS BLOB);
 """
 
 _ENTRY = "__df_entry"
-
-
-def _fn(name: str, *args: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=list(args))
-
-
-def _n(value: int) -> exp.Literal:
-    return exp.Literal.number(value)
-
-
-def _unknown(*args: exp.Expression) -> exp.Expression:
-    return exp.or_(*[exp.Is(this=a.copy(), expression=exp.Null()) for a in args])
 
 
 def _bound(lam: exp.Expression, values: list[exp.Expression]) -> exp.Expression:

@@ -16,6 +16,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.time import format_time
 
 from dataflow.ops.table import duck_collections, duck_urls
+from dataflow.ops.table.duck_nodes import any_null as _unknown, call as _fn, number as _n
 
 __all__ = ["MACROS", "read_time", "rewrite", "substitute"]
 
@@ -45,12 +46,6 @@ CREATE MACRO __df_spark_type(t) AS CASE
 _TRY_ARITHMETIC = {exp.SafeAdd: exp.Add, exp.SafeSubtract: exp.Sub, exp.SafeMultiply: exp.Mul}
 
 
-def _fn(name: str, *args: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=list(args))
-
-
-def _n(value: int) -> exp.Literal:
-    return exp.Literal.number(value)
 
 
 def _from_zero(lam: exp.Lambda) -> exp.Lambda:
@@ -73,11 +68,6 @@ def substitute(body: exp.Expression, values: dict[str, Callable[[exp.Expression]
 
     return body.transform(swap)
 
-
-def _unknown(*args: exp.Expression) -> exp.Expression:
-    """Whether any of ``args`` is NULL."""
-    tests = [exp.Is(this=a.copy(), expression=exp.Null()) for a in args]
-    return exp.or_(*tests) if len(tests) > 1 else tests[0]
 
 
 def _three_valued(values: exp.Expression, decisive: bool) -> exp.Expression:

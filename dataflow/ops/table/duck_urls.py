@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dataflow.ops.table.duck_nodes import call as _fn
+
 __all__ = ["by_name", "parse_url"]
 
 _URL = r"^(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?$"  # RFC 3986, appendix B
@@ -24,10 +26,6 @@ _SERVER = r"^(?:[^@]*@)?([^@:]*|\[[^\]]*\])(?::([0-9]*))?$"  # userinfo, host, p
 
 def _s(text: str) -> exp.Literal:
     return exp.Literal.string(text)
-
-
-def _fn(name: str, *args: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=list(args))
 
 
 def _group(url: exp.Expression, n: int) -> exp.Expression:
