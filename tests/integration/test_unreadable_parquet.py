@@ -15,7 +15,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataflow.dsl.parse import parse_pipeline
-from dataflow.errors import RunError
 from dataflow.report.preview import read_first
 from tests.sink_output import run_doc
 
@@ -37,10 +36,7 @@ def _inputs(root: pathlib.Path, corrupt_page: bool = False) -> list[str]:
     (root / "c-text.parquet").write_text("id,name\n1,not parquet\n")
     (root / "d-cut.parquet").write_bytes(whole[: len(whole) // 2])
     if corrupt_page:
-        pq.write_table(pa.table({"a": list(range(1000)), "t": [f"v{i}" for i in range(1000)]}), root / "e-page.parquet", compression="snappy")
-        data = bytearray((root / "e-page.parquet").read_bytes())
-        data[len(data) // 3 : len(data) // 3 + 200] = b"\xff" * 200
-        (root / "e-page.parquet").write_bytes(bytes(data))
+        _corrupt_page(root / "e-page.parquet", 0)
     return [str(root / n) for n in ("a-empty.parquet", "c-text.parquet", "d-cut.parquet")]
 
 
@@ -72,14 +68,35 @@ def test_a_corrupt_data_page_is_a_row_error_of_its_row_group(engine, tmp_path):
     assert (report.rows_in, report.rows_out, report.rows_errored) == (7, 3, 4)
 
 
-def test_past_its_limit_of_files_spark_stopped_at_the_run_fails_naming_the_file(spark_local, tmp_path, monkeypatch):
-    import dataflow.engines.spark.engine as spark_engine
+def _corrupt_page(path: pathlib.Path, first: int) -> None:
+    """A Parquet file of 1,000 rows (``a`` from ``first``) in one row group whose data page is damaged."""
+    pq.write_table(pa.table({"a": list(range(first, first + 1000)), "t": [f"v{i}" for i in range(1000)]}), path, compression="snappy")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3 : len(data) // 3 + 200] = b"\xff" * 200
+    path.write_bytes(bytes(data))
 
-    monkeypatch.setattr(spark_engine, "NATIVE_FAILURES", 0)
-    _inputs(tmp_path / "in", corrupt_page=True)
-    page = tmp_path / "in" / "e-page.parquet"
-    with pytest.raises(RunError, match=f"input file file://{page} could not be read: Spark reads file contents natively"):
-        _run("spark", tmp_path / "in")
+
+def test_past_its_limit_of_files_spark_stopped_at_every_file_is_read_by_the_python_source(spark_local, tmp_path, monkeypatch):
+    """Spark's job stops at each of three damaged pages; past ``NATIVE_FAILURES`` (1 here) the shard runs once more with
+    every file read by the Python data source: three runs in all, each damaged row group one row error, no good row lost."""
+    import dataflow.engines.spark.engine as spark_engine
+    import dataflow.engines.spark.run as spark_run
+
+    monkeypatch.setattr(spark_engine, "NATIVE_FAILURES", 1)
+    runs = []
+    build = spark_run.build_frames
+    monkeypatch.setattr(spark_run, "build_frames", lambda *a, **k: runs.append(k.get("streamed")) or build(*a, **k))
+    root = tmp_path / "in"
+    root.mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "t": ["x", "y"]}), root / "b-good.parquet")
+    pages = [root / f"p{k}-page.parquet" for k in range(3)]
+    for k, page in enumerate(pages):
+        _corrupt_page(page, 1000 * (k + 1))
+    report, rows, errors = _run("spark", root)
+    assert sorted((r["__source__"].rsplit("/", 1)[1], r["a"]) for r in rows) == [("b-good.parquet#row=0", 1), ("b-good.parquet#row=1", 2)]
+    assert sorted(e["source"] for e in errors) == [f"{p}#row_group=0" for p in pages]
+    assert (report.rows_in, report.rows_out, report.rows_errored) == (5, 2, 3)
+    assert len(runs) == 3 and runs[-1] == frozenset([str(root / "b-good.parquet"), *map(str, pages)])
 
 
 def test_a_corrupt_row_group_loses_only_its_own_rows(engine, tmp_path):

@@ -11,7 +11,7 @@ from dataflow.engines.spark.lowerings import LOWERINGS
 
 __all__ = ["NATIVE_FAILURES", "SparkEngine"]
 
-NATIVE_FAILURES = 8  # files a shard's job may stop at (each costs one more run of the job) before the run fails naming the next
+NATIVE_FAILURES = 8  # files a shard's job may stop at (each costs one more run of the job) before the Python data source reads all of its files
 
 
 class SparkEngine(Engine):
@@ -28,8 +28,10 @@ class SparkEngine(Engine):
     Spark reads Parquet pages and plain line files natively, and its job stops at a file it cannot
     read (a corrupt data page, a file removed while the job runs). The shard's job then runs again
     with that file read by the Python data source, which records what does not read as row errors
-    (a row group, a file gone) and keeps the rest, as the Ray engine does: up to
-    ``NATIVE_FAILURES`` such files per shard.
+    (a row group, a file gone) and keeps the rest, as the Ray engine does. Past ``NATIVE_FAILURES``
+    such files the shard's job runs once more with every file of the shard read by the Python data
+    source, which does not stop at a file: a shard of many damaged files costs at most that many
+    runs more, and loses no file.
     """
 
     caps = EngineCaps(
@@ -73,6 +75,7 @@ class SparkEngine(Engine):
     def execute(self, job: SparkJob, ctx: RunContext, options: RunOptions) -> list[Any]:
         from dataflow.engines.spark.json_fast import one_task_per_file
         from dataflow.engines.spark.progress import spark_progress
+        from dataflow.engines.spark.read import file_key
         from dataflow.engines.spark.run import build_frames, discard_attempt, write_outputs
         from dataflow.engines.spark.session import WRITE_CONFS, ensure_spark, session_confs
 
@@ -86,9 +89,11 @@ class SparkEngine(Engine):
                         return write_outputs(frames, job, ctx.side, ctx.storage_options, ctx.tmp_data, ctx.run_id, ctx.publish_root)
                 except Exception as exc:
                     failed = _stopped_at(exc)
-                    if failed is None or failed in streamed or len(streamed) >= NATIVE_FAILURES:
+                    if failed is None or failed in streamed:
                         raise
                     streamed |= {failed}
+                    if len(streamed) > NATIVE_FAILURES:
+                        streamed = frozenset(file_key(f) for f in files)
                     discard_attempt(ctx.side, ctx.tmp_data, ctx.run_id, ctx.publish_root)
 
     def take(self, job: SparkJob, n: int, ctx: RunContext, options: RunOptions) -> list[dict[str, Any]]:
