@@ -249,9 +249,38 @@ def _query(table: pa.Table, sql: str) -> pa.Table:
     con = _connection()
     con.register(_TABLE, _nan_as_null(table))
     try:
-        return con.sql(sql).to_arrow_table()
+        return _instants(con.sql(sql).to_arrow_table(), table.schema)
     finally:
         con.unregister(_TABLE)
+
+
+def _as_utc(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with every timestamp without a zone (at any depth) made one in UTC."""
+    if pa.types.is_timestamp(kind):
+        return pa.timestamp(kind.unit, kind.tz or "UTC")
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_as_utc(f.type)) for f in kind])
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_as_utc(kind.value_type)))
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_as_utc(kind.value_type)))
+    if pa.types.is_map(kind):
+        return pa.map_(kind.key_field.with_type(_as_utc(kind.key_type)), kind.item_field.with_type(_as_utc(kind.item_type)))
+    return kind
+
+
+def _instants(out: pa.Table, source: pa.Schema | None = None) -> pa.Table:
+    """Spark's TIMESTAMP is an instant (``timestamp[us, tz=UTC]`` in Arrow); the rewrites compute one as DuckDB's
+    TIMESTAMP without a zone (UTC wall-clock time). Where the input holds no timestamp without a zone (Spark's
+    TIMESTAMP_NTZ, which such an input keeps and its arithmetic gives), each one out is Spark's TIMESTAMP: it is
+    made one in UTC, the same instants, as Spark writes it."""
+    if source is not None and any(_as_utc(f.type) != f.type for f in source):
+        return out
+    for i, field in enumerate(out.schema):
+        kind = _as_utc(field.type)
+        if kind != field.type:
+            out = out.set_column(i, field.with_type(kind), out.column(i).cast(kind))
+    return out
 
 
 def _reads(expr: str, names: dict[str, str]) -> bool:
@@ -330,4 +359,4 @@ def query(table: pa.Table, sql: str) -> pa.Table:
 
 def run(sql: str) -> pa.Table:
     """Run DuckDB ``sql`` that reads no batch (it scans a file itself); sums of integers come back as BIGINT, as Spark's."""
-    return _spark_integers(_connection().sql(sql).to_arrow_table())
+    return _spark_integers(_instants(_connection().sql(sql).to_arrow_table()))
