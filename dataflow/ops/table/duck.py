@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from dataflow.ops.table import duck_collections, duck_functions, python_functions, spark_hash
+from dataflow.ops.table import duck_collections, duck_functions, python_functions, spark_hash, spark_times
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
@@ -202,7 +202,24 @@ def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
     """Return a bound Spark tree as DuckDB SQL with Spark's semantics."""
     from dataflow.ops.table.sql import bottom_up
 
-    return bottom_up(tree, lambda n: _rewrite(n, default_x)).sql(dialect="duckdb")
+    return bottom_up(bottom_up(tree, lambda n: _rewrite(n, default_x)), _time_text).sql(dialect="duckdb")
+
+
+_TIME_CASTS = {exp.DataType.Type.DATE: "__df_date", exp.DataType.Type.TIMESTAMPTZ: "__df_instant"}
+
+
+def _time_text(node: exp.Expression) -> exp.Expression:
+    """Text read as a date or an instant by Spark's grammar (``spark_times``): in the casts, and in the date
+    functions whose text arguments sqlglot casts as it writes them (``to_date(s)``, ``date_add(s, 1)``, ``datediff``)."""
+    if isinstance(node, exp.TryCast) and node.to.this in _TIME_CASTS:
+        return _fn(_TIME_CASTS[node.to.this], node.this)
+    if isinstance(node, exp.TsOrDsToDate) and node.args.get("format") is None:
+        return _fn("__df_date", node.this)
+    if isinstance(node, (exp.TsOrDsAdd, exp.TsOrDsDiff)):
+        for key in ("this", "expression") if isinstance(node, exp.TsOrDsDiff) else ("this",):
+            if not (isinstance(node.args[key], exp.Anonymous) and node.args[key].name == "__df_date"):
+                node.set(key, _fn("__df_date", node.args[key]))
+    return node
 
 
 #: Spark's text of a double or float (Java's ``Double.toString``) from DuckDB's (both the shortest digits):
@@ -233,6 +250,7 @@ def _connection() -> duckdb.DuckDBPyConnection:
         con.execute(duck_collections.MACROS)
         spark_hash.register(con)
         python_functions.register(con)
+        spark_times.register(con)
         _local.con = con
     return con
 

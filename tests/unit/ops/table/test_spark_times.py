@@ -1,0 +1,93 @@
+"""Text read as a time by Spark's cast grammar (``spark_times``): the values Spark 4 gave for the same text
+(``CAST(s AS TIMESTAMP)`` / ``AS DATE`` over a column, session time zone UTC), and DuckDB's fast path equal to it."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataflow.ops.table import duck
+from dataflow.ops.table.sql import duckdb_sql, parse
+from dataflow.ops.table.spark_times import date_days, instant_micros
+
+UTC = dt.timezone.utc
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+
+#: text: Spark's timestamp (UTC), None where Spark gives NULL.
+SPARK_INSTANTS = {
+    "2024": "2024-01-01 00:00:00", "2024-1": "2024-01-01 00:00:00", "2024-1-1": "2024-01-01 00:00:00", "+2024-01-01": "2024-01-01 00:00:00",
+    " 2024-01-01 ": "2024-01-01 00:00:00", "\t2024-01-01": "2024-01-01 00:00:00", "2024-01-01 10": "2024-01-01 10:00:00",
+    "2024-01-01 10:5": "2024-01-01 10:05:00", "2024-01-01 1:2:3": "2024-01-01 01:02:03", "2024-01-01 10:05:06.": "2024-01-01 10:05:06",
+    "2024-01-01 10:05:06.12345678901": "2024-01-01 10:05:06.123456", "2024-01-01 10:05:06 Z": "2024-01-01 10:05:06",
+    "2024-01-01 10:05:06+8": "2024-01-01 02:05:06", "2024-01-01 10:05:06-8": "2024-01-01 18:05:06", "2024-01-01 10:05:06+0800": "2024-01-01 02:05:06",
+    "2024-01-01 10:05:06+08:00:00": "2024-01-01 02:05:06", "2024-01-01 10:05:06 +08:00": "2024-01-01 02:05:06", "2024-01-01 10:05:06+8:00": "2024-01-01 02:05:06",
+    "2024-01-01 10:05:06UTC": "2024-01-01 10:05:06", "2024-01-01 10:05:06UTC+08:00": "2024-01-01 02:05:06", "2024-01-01 10:05:06GMT+1": "2024-01-01 09:05:06",
+    "2024-01-01 10:05:06UT+1": "2024-01-01 09:05:06", "2024-01-01 10:05:06Europe/Paris": "2024-01-01 09:05:06", "2024-01-01 10:05:06EST": "2024-01-01 15:05:06",
+    "2024-01-01 10:05:06PST": "2024-01-01 18:05:06", "2024-01-01 10:05:06CET": "2024-01-01 09:05:06", "2024-01-01 10:05:06+18:00": "2023-12-31 16:05:06",
+    "2024-07-01 12:00:00 Zulu": "2024-07-01 12:00:00", "2024-07-01 12:00:00 EST5EDT": "2024-07-01 16:00:00", "2024-07-01 12:00:00 Etc/GMT+5": "2024-07-01 17:00:00",
+    "2024-07-01 12:00:00 UTC-03:30": "2024-07-01 15:30:00", "2024-03-31 02:30:00 Europe/Paris": "2024-03-31 01:30:00",
+    "2024-10-27 02:30:00 Europe/Paris": "2024-10-27 00:30:00", "9999-12-31 23:59:59.999999": "9999-12-31 23:59:59.999999",
+    "2024/01/01": None, "024-01-01": None, "2024-001-01": None, "2024-01-01x": None, "2024-": None, "2024-01-01T": None, "2024-01-01 10:": None,
+    "2024-01-01 010:05:06": None, "2024-01-01 10:05:06:07": None, "2024-01-01  10:05:06": None, "2024-01-01\t10:05:06": None,
+    "2024-01-01T10:05Z": None, "2024-01-01 10Z": None, "2024-01-01 10:05:06z": None, "2024-01-01 10:05:06+19:00": None,
+    "2024-01-01 10:05:06Europe/Nowhere": None, "2024-07-01 12:00:00 PDT": None, "2024-07-01 12:00:00 CEST": None, "10": None, "": None,
+    "\u00a02024-01-01": None, "now": None, "epoch": None, "infinity": None, "2024-02-30": None, "2023-02-29": None, "2024-13-01": None,
+    "2024-01-01 24:00:00": None, "2024-01-01 23:60:00": None, "2024-01-01 23:59:60": None, "1234567-01-01": None,
+}
+#: text: Spark's date, None where Spark gives NULL.
+SPARK_DATES = {
+    "2024": "2024-01-01", "2024-01": "2024-01-01", "2024-01-01T": "2024-01-01", "2024-01-01 10:": "2024-01-01", "2024-01-01 10:60:00": "2024-01-01",
+    "2024-01-01 10:05:06Europe/Nowhere": "2024-01-01", "2024-01-01T10:05:06": "2024-01-01", "2024-02-29": "2024-02-29",
+    "2024/01/01": None, "2024-01-01\t10:05:06": None, "2024-01-01x10:05:06": None, "10:05:06": None, "2023-02-29": None, "2024-00-10": None,
+    "2024-01-00": None, "now": None, "infinity": None, "": None,
+}
+
+
+def _micros(text: str) -> int:
+    return (dt.datetime.fromisoformat(text).replace(tzinfo=UTC) - EPOCH) // dt.timedelta(microseconds=1)
+
+
+@pytest.mark.parametrize("text", sorted(SPARK_INSTANTS))
+def test_text_reads_as_the_instant_spark_reads(text):
+    expected = SPARK_INSTANTS[text]
+    assert instant_micros(text) == (None if expected is None else _micros(expected))
+
+
+@pytest.mark.parametrize("text", sorted(SPARK_DATES))
+def test_text_reads_as_the_date_spark_reads(text):
+    expected = SPARK_DATES[text]
+    assert date_days(text) == (None if expected is None else (dt.date.fromisoformat(expected) - EPOCH.date()).days)
+
+
+def test_a_time_alone_is_todays_in_utc():
+    today = dt.datetime.now(UTC).date()
+    for text, clock in (("10:05:06", "10:05:06"), ("T10:05:06Z", "10:05:06"), ("10:05", "10:05:00"), ("T10", "10:00:00")):
+        got = instant_micros(text)
+        assert got == _micros(f"{today}T{clock}") or got == _micros(f"{dt.datetime.now(UTC).date()}T{clock}")  # midnight may pass
+
+
+def test_years_beyond_pythons_dates_are_read_as_spark_reads_them():
+    """Spark reads a signed year of 4 to 6 digits (7 for a date); the days are the proleptic Gregorian calendar's."""
+    import numpy as np
+
+    for text in ("12024-01-01", "-2024-01-01", "+123456-12-31", "1234567-01-01"):  # numpy's days: the same calendar
+        days = int(np.datetime64(text.removeprefix("+"), "D").astype("int64"))
+        assert date_days(text) == days
+        assert instant_micros(text) == (days * 86_400_000_000 if len(text.lstrip("+-").split("-")[0]) <= 6 else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59)),
+       st.sampled_from(["", "Z", "+05:30", "-11:00"]), st.sampled_from([" ", "T"]), st.booleans())
+def test_duckdbs_fast_path_reads_what_the_grammar_reads(moment, zone, sep, fraction):
+    """The common forms DuckDB casts itself (``FAST_INSTANT``) give the Python grammar's value, and the date its day."""
+    text = f"{moment.year:04d}" + moment.strftime(f"-%m-%d{sep}%H:%M:%S" + (".%f" if fraction else "")) + zone
+    table = pa.table({"s": [text, f" {text}"]})  # the second, with a space before, takes the Python way
+    out = duck.query(table, f"SELECT {duckdb_sql(parse('CAST(s AS TIMESTAMP)'))} AS t, {duckdb_sql(parse('to_date(s)'))} AS d FROM {duck.TABLE}")
+    expected = instant_micros(text)
+    assert expected is not None
+    assert [(v - EPOCH) // dt.timedelta(microseconds=1) for v in out.column("t").to_pylist()] == [expected, expected]
+    assert out.column("d").to_pylist() == [moment.date(), moment.date()]
