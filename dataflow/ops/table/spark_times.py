@@ -46,8 +46,8 @@ _SHORT_IDS = {
     "EST": "-05:00", "MST": "-07:00", "HST": "-10:00",
 }
 
-#: Text DuckDB's own casts read as Spark does (to the microsecond, hours below 24, a zone ``Z`` or ``+hh:mm``; a date's first 10 characters).
-FAST_INSTANT = r"\d{4}-\d{2}-\d{2}(?:[ T](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:Z|[+-](?:0\d|1[0-7]):[0-5]\d)?)?"
+#: Text DuckDB's own casts read as Spark does (to the microsecond, hours below 24, a zone ``Z``, ``+hh``, ``+hhmm`` or ``+hh:mm``; a date's first 10 characters).
+FAST_INSTANT = r"\d{4}-\d{2}-\d{2}(?:[ T](?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:Z|[+-](?:0\d|1[0-7])(?::?[0-5]\d)?)?)?"
 FAST_DATE = r"(?s)\d{4}-\d{2}-\d{2}(?:[ T].*)?"
 
 #: ``__df_instant(x)`` / ``__df_date(x)``: any value as ``TRY_CAST(x AS TIMESTAMPTZ)`` / ``AS DATE``, text by Spark's grammar.

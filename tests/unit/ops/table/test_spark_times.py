@@ -81,7 +81,7 @@ def test_years_beyond_pythons_dates_are_read_as_spark_reads_them():
 
 @settings(max_examples=300, deadline=None)
 @given(st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59)),
-       st.sampled_from(["", "Z", "+05:30", "-11:00"]), st.sampled_from([" ", "T"]), st.booleans())
+       st.sampled_from(["", "Z", "+05:30", "-11:00", "+0530", "-08", "+17:59"]), st.sampled_from([" ", "T"]), st.booleans())
 def test_duckdbs_fast_path_reads_what_the_grammar_reads(moment, zone, sep, fraction):
     """The common forms DuckDB casts itself (``FAST_INSTANT``) give the Python grammar's value, and the date its day."""
     text = f"{moment.year:04d}" + moment.strftime(f"-%m-%d{sep}%H:%M:%S" + (".%f" if fraction else "")) + zone
