@@ -171,6 +171,11 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("cast('2024/01/01' as date)", N, N),
     ("year('2024-1-1 1:2:3')", 2024, 2024),
     ("datediff('2024-3-1', '2024-02-28 23:59:59')", 2, 2),
+    ("cast(make_timestamp(2024, 7, j, 3, 4, 5, 'America/New_York') as string)", "2024-07-02 07:04:05", N),
+    ("cast(make_timestamp(2024, 1, j, 3, 4, 5.5, 'Europe/Paris') as string)", "2024-01-02 02:04:05.5", N),
+    ("cast(make_timestamp(2024, 3, 31, 2, 30, 0, 'Europe/Paris') as string)", "2024-03-31 01:30:00", "2024-03-31 01:30:00"),
+    ("cast(make_timestamp(2024, 1, j, 3, 4, 5, '+08:00') as string)", "2024-01-01 19:04:05", N),
+    ("cast(make_timestamp(2024, 1, j, 3, 4, 5, 'PST') as string)", "2024-01-02 11:04:05", N),
     ("cast(to_date('2024-01-01T23:30:00-02:00') as string)", "2024-01-01", "2024-01-01"),
     ("date_format('2024-01-01T10:00:00+01:00', 'HH:mm')", "09:00", "09:00"),
     # Spark functions sqlglot does not know (sql.SPARK_EXTRA)

@@ -293,6 +293,10 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return changed
     if isinstance(node, exp.Extract) and isinstance(node.this, (exp.Var, exp.Literal)) and (extracted := _extract(node.this.name, node.expression)) is not None:
         return extracted
+    if isinstance(node, exp.TimestampFromParts) and node.args.get("nano") is not None:  # sqlglot reads Spark's 7th argument, the zone, as nanoseconds
+        zone = node.args["nano"]
+        node.set("nano", None)
+        return _fn("__df_zoned", node, zone)  # ``spark_times``
     if isinstance(node, exp.Soundex):  # Spark's American Soundex (``python_functions``)
         return _fn("__df_soundex", node.this)
     if isinstance(node, exp.Ascii):  # of a number too: its text's first character

@@ -13,7 +13,8 @@ day. Anything else is NULL (DuckDB's casts also read ``2024/01/01``, two spaces 
 the time, ``infinity``, ``24:00:00``; and refused ``2024``, ``2024-01``, `` 2024-01-01 ``, ``+8``).
 
 DuckDB reads the common forms itself (``FAST_INSTANT``, ``FAST_DATE``: the same values); the
-others go through the Python functions here (``__df_text_instant``, ``__df_text_date``).
+others go through the Python functions here (``__df_text_instant``, ``__df_text_date``). The same
+zones place ``make_timestamp(..., zone)``'s wall-clock time (``__df_zoned``).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import zoneinfo
 
 import pyarrow as pa
 
-__all__ = ["MACROS", "date_days", "instant_micros", "register"]
+__all__ = ["MACROS", "date_days", "instant_micros", "register", "zoned_micros"]
 
 _WS = "".join(map(chr, range(33)))  # what Spark's trimAll takes off both ends
 _OFFSET = r"[+-]\d{1,2}(?::?\d{2}(?::\d{2})?)?"
@@ -95,14 +96,30 @@ def _micros(days: int, hour: str | None, minute: str | None, second: str | None,
     if h > 23 or m > 59 or s > 59 or tz is None:
         return None
     local = ((days * 24 + h) * 60 + m) * 60 + s
-    micros = int((fraction or "")[:6].ljust(6, "0"))
+    return _at(local * 1_000_000 + int((fraction or "")[:6].ljust(6, "0")), tz)
+
+
+def _at(local: int, tz: dt.tzinfo) -> int | None:
+    """The instant of the wall-clock time ``local`` (microseconds since 1970-01-01 00:00) in ``tz``."""
     if isinstance(tz, dt.timezone):  # a fixed offset: any year
-        return (local - int(tz.utcoffset(None).total_seconds())) * 1_000_000 + micros
+        return local - int(tz.utcoffset(None).total_seconds()) * 1_000_000
     try:  # a region's offset at that time (Java's: the earlier one where clocks go back, shifted ahead across a gap, as Python's fold=0)
-        wall = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=local)
+        wall = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=local)
     except OverflowError:  # beyond the years Python's times hold
         return None
-    return (local - int(wall.replace(tzinfo=tz).utcoffset().total_seconds())) * 1_000_000 + micros
+    return local - int(wall.replace(tzinfo=tz).utcoffset().total_seconds()) * 1_000_000
+
+
+def zoned_micros(local: int, zone: str) -> int | None:
+    """``make_timestamp(..., zone)``: the wall-clock time ``local`` (microseconds) in ``zone``, as an instant.
+
+    Raises:
+        ValueError: a zone Java does not know (Spark's step fails too).
+    """
+    tz = _offset(zone.strip(_WS))
+    if tz is None:
+        raise ValueError(f"make_timestamp: unknown time zone {zone!r} (Spark: INVALID_TIMEZONE)")
+    return _at(local, tz)
 
 
 def _day(year: str, month: str | None, day: str | None) -> int | None:
@@ -146,10 +163,16 @@ def _dates(texts: pa.Array) -> pa.Array:
     return pa.array([None if t is None else date_days(t) for t in texts.to_pylist()], pa.int32()).cast(pa.date32())
 
 
+def _zoned(local: pa.Array, zones: pa.Array) -> pa.Array:
+    micros = local.cast(pa.int64()).to_pylist()
+    return pa.array([None if t is None or z is None else zoned_micros(t, z) for t, z in zip(micros, zones.to_pylist())], pa.int64()).cast(pa.timestamp("us", "UTC"))
+
+
 def register(con) -> None:
     """Create the Python functions and ``MACROS`` on a DuckDB connection."""
-    from duckdb.sqltypes import DATE, TIMESTAMP_TZ, VARCHAR
+    from duckdb.sqltypes import DATE, TIMESTAMP, TIMESTAMP_TZ, VARCHAR
 
     con.create_function("__df_text_instant", _instants, [VARCHAR], TIMESTAMP_TZ, type="arrow", null_handling="special", side_effects=True)
     con.create_function("__df_text_date", _dates, [VARCHAR], DATE, type="arrow", null_handling="special", side_effects=False)
+    con.create_function("__df_zoned", _zoned, [TIMESTAMP, VARCHAR], TIMESTAMP_TZ, type="arrow", null_handling="special", side_effects=False)
     con.execute(MACROS)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dataflow.ops.table import duck
 from dataflow.ops.table.sql import duckdb_sql, parse
-from dataflow.ops.table.spark_times import date_days, instant_micros
+from dataflow.ops.table.spark_times import date_days, instant_micros, zoned_micros
 
 UTC = dt.timezone.utc
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -91,3 +91,13 @@ def test_duckdbs_fast_path_reads_what_the_grammar_reads(moment, zone, sep, fract
     assert expected is not None
     assert [(v - EPOCH) // dt.timedelta(microseconds=1) for v in out.column("t").to_pylist()] == [expected, expected]
     assert out.column("d").to_pylist() == [moment.date(), moment.date()]
+
+
+def test_make_timestamps_zone_places_its_wall_clock_time_as_spark_does():
+    """Spark's values of ``make_timestamp(2024, m, d, h, mi, s, zone)``; an unknown zone stops the step (Spark: INVALID_TIMEZONE)."""
+    wall = _micros("2024-07-02T03:04:05")
+    assert zoned_micros(wall, "America/New_York") == _micros("2024-07-02T07:04:05")
+    assert zoned_micros(wall, "+08:00") == _micros("2024-07-01T19:04:05")
+    assert zoned_micros(_micros("2024-03-31T02:30:00"), "Europe/Paris") == _micros("2024-03-31T01:30:00")  # in the gap: shifted ahead
+    with pytest.raises(ValueError, match="unknown time zone 'Mars/Olympus'"):
+        zoned_micros(wall, "Mars/Olympus")
