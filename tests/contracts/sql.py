@@ -176,6 +176,18 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("cast(make_timestamp(2024, 3, 31, 2, 30, 0, 'Europe/Paris') as string)", "2024-03-31 01:30:00", "2024-03-31 01:30:00"),
     ("cast(make_timestamp(2024, 1, j, 3, 4, 5, '+08:00') as string)", "2024-01-01 19:04:05", N),
     ("cast(make_timestamp(2024, 1, j, 3, 4, 5, 'PST') as string)", "2024-01-02 11:04:05", N),
+    # Text read by a Java pattern as strictly as Spark's parser (spark_times.pattern_text): DuckDB's strptime took 1 digit for MM/HH, text around, never SSS
+    ("cast(to_timestamp('2024-01-01 01:00:00.12', 'yyyy-MM-dd HH:mm:ss.SSS') as string)", "2024-01-01 01:00:00.12", "2024-01-01 01:00:00.12"),
+    ("to_timestamp('2024-01-01 1:00:00', 'yyyy-MM-dd HH:mm:ss')", N, N),
+    ("to_date('2024-1-1', 'yyyy-MM-dd')", N, N),
+    ("to_date(' 2024-01-01', 'yyyy-MM-dd')", N, N),
+    ("cast(to_date('1/2/2024', 'M/d/yyyy') as string)", "2024-01-02", "2024-01-02"),
+    ("to_date('1/2/2024', 'dd/MM/yyyy')", N, N),
+    ("cast(to_timestamp('10:00 pm', 'hh:mm a') as string)", "1970-01-01 22:00:00", "1970-01-01 22:00:00"),
+    ("cast(to_date('31/12/99', 'dd/MM/yy') as string)", "2099-12-31", "2099-12-31"),
+    ("to_timestamp('2024-01-01 10:00:00 +0100', 'yyyy-MM-dd HH:mm:ss XXX')", N, N),
+    ("unix_timestamp('2024-1-1 10:00:00')", N, N),
+    ("unix_timestamp('2024-01-01 10:00:00')", 1704103200, 1704103200),
     ("cast(to_date('2024-01-01T23:30:00-02:00') as string)", "2024-01-01", "2024-01-01"),
     ("date_format('2024-01-01T10:00:00+01:00', 'HH:mm')", "09:00", "09:00"),
     # Spark functions sqlglot does not know (sql.SPARK_EXTRA)

@@ -213,8 +213,9 @@ def _time_text(node: exp.Expression) -> exp.Expression:
     functions whose text arguments sqlglot casts as it writes them (``to_date(s)``, ``date_add(s, 1)``, ``datediff``)."""
     if isinstance(node, exp.TryCast) and node.to.this in _TIME_CASTS:
         return _fn(_TIME_CASTS[node.to.this], node.this)
-    if isinstance(node, exp.TsOrDsToDate) and node.args.get("format") is None:
-        return _fn("__df_date", node.this)
+    if isinstance(node, exp.TsOrDsToDate):  # to_date(s, pattern): sqlglot writes the default pattern as a cast
+        fmt = node.args.get("format")
+        return _fn("__df_date", node.this) if fmt is None else _as(duck_functions.read_time(node.this, fmt), "DATE")
     if isinstance(node, (exp.TsOrDsAdd, exp.TsOrDsDiff)):
         for key in ("this", "expression") if isinstance(node, exp.TsOrDsDiff) else ("this",):
             if not (isinstance(node.args[key], exp.Anonymous) and node.args[key].name == "__df_date"):

@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.time import format_time
 
-from dataflow.ops.table import duck_collections, duck_urls
+from dataflow.ops.table import duck_collections, duck_urls, spark_times
 from dataflow.ops.table.duck_nodes import any_null as _unknown, call as _fn, number as _n
 
 __all__ = ["MACROS", "read_time", "rewrite", "substitute"]
@@ -97,19 +97,34 @@ def _instant(value: exp.Expression) -> exp.Expression:
 def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expression:
     """``text`` read as a timestamp by a Spark (Java) pattern, or cast without one; NULL where it reads as none.
 
-    A literal pattern is Java's where sqlglot left it so (``to_unix_timestamp``, ``try_to_timestamp``);
-    its quoted literals (``'T'``) and zone offsets (``X``, ``Z``) become strptime's, and a ``Z`` suffix
-    reads as UTC, as Java's ``X`` reads it.
+    A literal pattern is Java's, or sqlglot's strftime of it (read back to Java's); the text must be
+    what Spark's parser reads for it (``spark_times.pattern_text``: ``MM`` two digits, ``SSS`` one to
+    three, nothing around), which DuckDB's ``strptime`` then reads: its quoted literals (``'T'``) and
+    zone offsets (``X``, ``Z``) become strptime's, ``S`` up to 6 times its ``%f``, a ``Z`` suffix reads as
+    UTC, as Java's ``X`` reads it, a pattern without a year is in 1970, as Spark's (strptime: 1900), and
+    ``yy`` is a year 2000-2099, as Java's (strptime: 1969-2068).
     """
     if pattern is None:
         return _instant(text)
-    if isinstance(pattern, exp.Literal) and "%" not in pattern.name:
-        pattern = exp.Literal.string(format_time(pattern.name, Spark.TIME_MAPPING))
+    check, original = None, text
     if isinstance(pattern, exp.Literal):
-        pattern = exp.Literal.string(re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", pattern.name)))
+        java = pattern.name if "%" not in pattern.name else format_time(pattern.name, Spark.INVERSE_TIME_MAPPING)
+        check = spark_times.pattern_text(java)
+        fmt = format_time(re.sub(r"(?<![S'])S{1,6}(?!S)", "SSSSSS", java), Spark.TIME_MAPPING)
+        pattern = exp.Literal.string(re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", fmt)))
         if "%z" in pattern.name:
             text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
-    return exp.StrToTime(this=text, format=pattern, safe=True)
+    parsed: exp.Expression = exp.StrToTime(this=text, format=pattern, safe=True)
+    letters = re.sub(r"'[^']*'", "", java) if isinstance(pattern, exp.Literal) else "y"
+    if not re.search(r"[yYu]", letters):
+        parsed = exp.Add(this=parsed, expression=exp.Interval(this=exp.Literal.string("70"), unit=exp.Var(this="YEAR")))
+    elif re.search(r"(?<![yY])[yY]{2}(?![yY])", letters):  # two digits: Java's years 2000-2099 (strptime's 1969-2068)
+        before = exp.LT(this=_fn("year", parsed.copy()), expression=_n(2000))
+        parsed = exp.Case(ifs=[exp.If(this=before, true=exp.Add(this=parsed.copy(), expression=exp.Interval(this=exp.Literal.string("100"), unit=exp.Var(this="YEAR"))))], default=parsed)
+    if check is None:
+        return parsed
+    whole = _fn("regexp_full_match", exp.Cast(this=original.copy(), to=exp.DataType.build("VARCHAR")), exp.Literal.string(check))
+    return exp.Case(ifs=[exp.If(this=whole, true=parsed)])
 
 
 def _parsed_time(args: list[exp.Expression], to: str) -> exp.Expression:

@@ -25,7 +25,7 @@ import zoneinfo
 
 import pyarrow as pa
 
-__all__ = ["MACROS", "date_days", "instant_micros", "register", "zoned_micros"]
+__all__ = ["MACROS", "date_days", "instant_micros", "pattern_text", "register", "zoned_micros"]
 
 _WS = "".join(map(chr, range(33)))  # what Spark's trimAll takes off both ends
 _OFFSET = r"[+-]\d{1,2}(?::?\d{2}(?::\d{2})?)?"
@@ -60,6 +60,40 @@ CREATE MACRO __df_date(x) AS CASE WHEN typeof(x) <> 'VARCHAR' THEN TRY_CAST(x AS
   WHEN regexp_full_match(CAST(x AS VARCHAR), '{FAST_DATE}') THEN TRY_CAST(left(CAST(x AS VARCHAR), 10) AS DATE)
   ELSE __df_text_date(CAST(x AS VARCHAR)) END;
 """
+
+
+#: A Java pattern's letters (by their count) as the text Spark's parser reads for them; the fraction's ``S`` and a
+#: zone's ``X`` are written apart. A pattern with another letter is not checked.
+_FIELDS = {"y": {1: r"\d{4}", 2: r"\d{2}", 4: r"\d{4}"}, "M": {1: r"\d{1,2}", 2: r"\d{2}", 3: r"[A-Za-z]{3}", 4: r"[A-Za-z]+"},
+           **{c: {1: r"\d{1,2}", 2: r"\d{2}"} for c in "dHhms"}, "a": {1: r"[AaPp][Mm]"}, "E": {n: r"[A-Za-z]+" for n in (1, 2, 3, 4)},
+           "X": {1: r"(?:Z|[+-]\d{2}(?:\d{2})?)", 2: r"(?:Z|[+-]\d{4})", 3: r"(?:Z|[+-]\d{2}:\d{2})"}, "Z": {n: r"[+-]\d{4}" for n in (1, 2, 3)}}
+_PATTERN_PART = re.compile(r"'(?:[^']|'')*'|([A-Za-z])\1*|.", re.DOTALL)
+
+
+def pattern_text(pattern: str) -> str | None:
+    """The regular expression (RE2's and Python's) of the text a Java date-time ``pattern`` reads, as strictly as
+    Spark's parser: ``MM``, ``dd``, ``HH``... two digits, ``M``, ``d``, ``H``... one or two, ``yyyy`` four,
+    ``S`` repeated n times one to n digits (up to 6), the text whole (no space around); None for a pattern
+    with a letter not listed (``D``, ``G``, ``u``, ``z``...), which is not checked."""
+    parts = []
+    for m in _PATTERN_PART.finditer(pattern):
+        token = m.group(0)
+        if token.startswith("'"):
+            parts.append(_escaped(token[1:-1].replace("''", "'") if token != "''" else "'"))
+        elif m.group(1) == "S" and len(token) <= 6:
+            parts.append(rf"\d{{1,{len(token)}}}")
+        elif m.group(1):
+            widths = _FIELDS.get(m.group(1), {})
+            if len(token) not in widths:
+                return None
+            parts.append(widths[len(token)])
+        else:
+            parts.append(_escaped(token))
+    return "".join(parts)
+
+
+def _escaped(text: str) -> str:
+    return "".join("\\" + c if c in r".^$*+?()[]{}|\/" else c for c in text)
 
 
 @functools.lru_cache(maxsize=1024)

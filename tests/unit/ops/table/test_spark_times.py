@@ -101,3 +101,35 @@ def test_make_timestamps_zone_places_its_wall_clock_time_as_spark_does():
     assert zoned_micros(_micros("2024-03-31T02:30:00"), "Europe/Paris") == _micros("2024-03-31T01:30:00")  # in the gap: shifted ahead
     with pytest.raises(ValueError, match="unknown time zone 'Mars/Olympus'"):
         zoned_micros(wall, "Mars/Olympus")
+
+
+#: (Java pattern, text, whether Spark 4's ``to_timestamp(text, pattern)`` reads it), from Spark.
+SPARK_PATTERN_READS = [
+    ("yyyy-MM-dd", "2024-01-01", True), ("yyyy-MM-dd", "2024-1-01", False), ("yyyy-MM-dd", "2024-01-1", False), ("yyyy-MM-dd", "24-01-01", False),
+    ("yyyy-MM-dd", "2024-01-01 ", False), ("yyyy-MM-dd", " 2024-01-01", False), ("y-M-d", "2024-1-1", True), ("y-M-d", "2024-01-01", True),
+    ("yy-MM-dd", "24-01-01", True), ("yy-MM-dd", "4-01-01", False), ("yyyy-MM-dd HH:mm:ss", "2024-01-01 1:00:00", False),
+    ("yyyy-MM-dd HH:mm:ss", "2024-01-01 01:0:00", False), ("yyyy-MM-dd HH:mm:ss", "2024-01-01 01:00:00", True),
+    ("yyyy-M-d H:m:s", "2024-1-1 1:2:3", True), ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-01 01:00:00.1", True),
+    ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-01 01:00:00.123", True), ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-01 01:00:00.1234", False),
+    ("yyyy-MM-dd HH:mm:ss.SSS", "2024-01-01 01:00:00", False), ("yyyy-MM-dd HH:mm:ss.SSSSSS", "2024-01-01 01:00:00.123", True),
+    ("dd/MM/yyyy", "1/2/2024", False), ("dd/MM/yyyy", "01/02/2024", True), ("yyyyMMdd", "20240101", True), ("yyyyMMdd", "2024011", False),
+    ("yyyy-MM-dd'T'HH:mm:ss", "2024-01-01T10:00:00", True), ("yyyy-MM-dd'T'HH:mm:ss", "2024-01-01 10:00:00", False),
+    ("yyyy-MM-dd HH:mm", "2024-01-01 10:00:00", False), ("dd-MMM-yyyy", "01-Jan-2024", True), ("dd-MMM-yyyy", "1-Jan-2024", False),
+    ("yyyy-MM-dd HH:mm:ss XXX", "2024-01-01 10:00:00 +01:00", True), ("yyyy-MM-dd HH:mm:ss XXX", "2024-01-01 10:00:00 Z", True),
+    ("yyyy-MM-dd HH:mm:ss XXX", "2024-01-01 10:00:00 +0100", False), ("hh:mm a", "10:00 pm", True), ("hh:mm a", "1:00 PM", False),
+]
+
+
+@pytest.mark.parametrize(("pattern", "text", "reads"), SPARK_PATTERN_READS)
+def test_a_patterns_text_is_what_sparks_parser_reads(pattern, text, reads):
+    import re
+
+    from dataflow.ops.table.spark_times import pattern_text
+
+    assert bool(re.fullmatch(pattern_text(pattern), text)) is reads
+
+
+def test_a_pattern_with_a_letter_not_listed_is_not_checked():
+    from dataflow.ops.table.spark_times import pattern_text
+
+    assert pattern_text("yyyy-MM-dd HH:mm:ss z") is None and pattern_text("D") is None and pattern_text("yyyyy") is None
