@@ -188,6 +188,9 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("to_timestamp('2024-01-01 10:00:00 +0100', 'yyyy-MM-dd HH:mm:ss XXX')", N, N),
     ("unix_timestamp('2024-1-1 10:00:00')", N, N),
     ("unix_timestamp('2024-01-01 10:00:00')", 1704103200, 1704103200),
+    ("unix_timestamp(to_timestamp(ts) + INTERVAL 250 MILLISECONDS)", 1709646330, N), ("unix_timestamp(cast(ts as timestamp))", 1709646330, N),
+    ("unix_timestamp(to_date(dt))", 1709596800, N), ("cast(to_timestamp(cast(ts as timestamp), 'yyyy') as string)", "2024-03-05 13:45:30", N),
+    ("cast(to_date(cast(ts as timestamp), 'dd/MM/yyyy') as string)", "2024-03-05", N),
     ("cast(to_date('2024-01-01T23:30:00-02:00') as string)", "2024-01-01", "2024-01-01"),
     ("date_format('2024-01-01T10:00:00+01:00', 'HH:mm')", "09:00", "09:00"),
     # Spark functions sqlglot does not know (sql.SPARK_EXTRA)

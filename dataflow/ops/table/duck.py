@@ -170,7 +170,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.TsOrDsAdd):  # date_add / date_sub give a DATE
         return _as(node, "DATE")
     if isinstance(node, exp.StrToUnix):  # a string or a timestamp -> whole seconds
-        return _as(_fn("floor", _fn("epoch", duck_functions.read_time(_as(node.this, "VARCHAR"), node.args.get("format")))), "BIGINT")
+        return _as(_fn("floor", _fn("epoch", duck_functions.read_time(node.this, node.args.get("format")))), "BIGINT")
     if isinstance(node, exp.StrToTime):  # to_timestamp(s, pattern)
         return duck_functions.read_time(node.this, node.args.get("format"))
     if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.SIGNED_INTEGER_TYPES):  # Spark truncates, DuckDB rounds

@@ -102,11 +102,12 @@ def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expre
     three, nothing around), which DuckDB's ``strptime`` then reads: its quoted literals (``'T'``) and
     zone offsets (``X``, ``Z``) become strptime's, ``S`` up to 6 times its ``%f``, a ``Z`` suffix reads as
     UTC, as Java's ``X`` reads it, a pattern without a year is in 1970, as Spark's (strptime: 1900), and
-    ``yy`` is a year 2000-2099, as Java's (strptime: 1969-2068).
+    ``yy`` is a year 2000-2099, as Java's (strptime: 1969-2068). A date or a timestamp is that time, as Spark's.
     """
     if pattern is None:
         return _instant(text)
     check, original = None, text
+    text = exp.Cast(this=text, to=exp.DataType.build("VARCHAR"))  # binds whatever the type (a time takes the other branch)
     if isinstance(pattern, exp.Literal):
         java = pattern.name if "%" not in pattern.name else format_time(pattern.name, Spark.INVERSE_TIME_MAPPING)
         check = spark_times.pattern_text(java)
@@ -121,10 +122,12 @@ def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expre
     elif re.search(r"(?<![yY])[yY]{2}(?![yY])", letters):  # two digits: Java's years 2000-2099 (strptime's 1969-2068)
         before = exp.LT(this=_fn("year", parsed.copy()), expression=_n(2000))
         parsed = exp.Case(ifs=[exp.If(this=before, true=exp.Add(this=parsed.copy(), expression=exp.Interval(this=exp.Literal.string("100"), unit=exp.Var(this="YEAR"))))], default=parsed)
-    if check is None:
-        return parsed
-    whole = _fn("regexp_full_match", exp.Cast(this=original.copy(), to=exp.DataType.build("VARCHAR")), exp.Literal.string(check))
-    return exp.Case(ifs=[exp.If(this=whole, true=parsed)])
+    if check is not None:
+        whole = _fn("regexp_full_match", exp.Cast(this=original.copy(), to=exp.DataType.build("VARCHAR")), exp.Literal.string(check))
+        parsed = exp.Case(ifs=[exp.If(this=whole, true=parsed)])
+    # Spark reads only text by the pattern: a date or a timestamp is that time (``unix_timestamp(ts)``, ``to_timestamp(ts, fmt)``).
+    is_text = exp.In(this=_fn("typeof", original.copy()), expressions=[exp.Literal.string("VARCHAR"), exp.Literal.string('"NULL"')])
+    return exp.Case(ifs=[exp.If(this=is_text, true=parsed)], default=_instant(original.copy()))
 
 
 def _parsed_time(args: list[exp.Expression], to: str) -> exp.Expression:

@@ -308,9 +308,8 @@ def _to_spark(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.Elt):  # elt(n, a, b...): NULL outside 1..count, as element_at (ANSI fails the task)
         count = exp.Literal.number(len(node.expressions))
         return exp.Case(ifs=[exp.If(this=exp.Between(this=node.this.copy(), low=exp.Literal.number(1), high=count), true=node)])
-    if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None:  # unreadable text: NULL, never a failed task
-        text = exp.TryCast(this=node.this, to=exp.DataType.build("string"), safe=True)
-        return exp.Anonymous(this="unix_timestamp", expressions=[exp.Anonymous(this="try_to_timestamp", expressions=[text, _java_format(node)])])
+    if isinstance(node, exp.StrToUnix) and node.args.get("format") is not None:  # unreadable text: NULL, never a failed task; a time is its own
+        return exp.Anonymous(this="unix_timestamp", expressions=[exp.Anonymous(this="try_to_timestamp", expressions=[node.this, _java_format(node)])])
     if isinstance(node, exp.StrToTime) or isinstance(node, exp.TsOrDsToDate) and node.args.get("format") is not None:  # to_timestamp / to_date(s, pattern)
         name = "try_to_timestamp" if isinstance(node, exp.StrToTime) else "try_to_date"
         return exp.Anonymous(this=name, expressions=[node.this, _java_format(node)])
