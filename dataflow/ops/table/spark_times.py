@@ -14,7 +14,8 @@ the time, ``infinity``, ``24:00:00``; and refused ``2024``, ``2024-01``, `` 2024
 
 DuckDB reads the common forms itself (``FAST_INSTANT``, ``FAST_DATE``: the same values); the
 others go through the Python functions here (``__df_text_instant``, ``__df_text_date``). The same
-zones place ``make_timestamp(..., zone)``'s wall-clock time (``__df_zoned``).
+zones place ``make_timestamp(..., zone)``'s wall-clock time (``__df_zoned``). Text read by a Java
+pattern (``to_timestamp(s, fmt)``) is checked against ``pattern_text`` before DuckDB's ``strptime``.
 """
 from __future__ import annotations
 
@@ -62,8 +63,8 @@ CREATE MACRO __df_date(x) AS CASE WHEN typeof(x) <> 'VARCHAR' THEN TRY_CAST(x AS
 """
 
 
-#: A Java pattern's letters (by their count) as the text Spark's parser reads for them; the fraction's ``S`` and a
-#: zone's ``X`` are written apart. A pattern with another letter is not checked.
+#: A Java pattern's letters (by their count) as the text Spark's parser reads for them (the fraction's ``S``: in
+#: ``pattern_text``). A pattern with another letter, or another count, is not checked.
 _FIELDS = {"y": {1: r"\d{4}", 2: r"\d{2}", 4: r"\d{4}"}, "M": {1: r"\d{1,2}", 2: r"\d{2}", 3: r"[A-Za-z]{3}", 4: r"[A-Za-z]+"},
            **{c: {1: r"\d{1,2}", 2: r"\d{2}"} for c in "dHhms"}, "a": {1: r"[AaPp][Mm]"}, "E": {n: r"[A-Za-z]+" for n in (1, 2, 3, 4)},
            "X": {1: r"(?:Z|[+-]\d{2}(?:\d{2})?)", 2: r"(?:Z|[+-]\d{4})", 3: r"(?:Z|[+-]\d{2}:\d{2})"}, "Z": {n: r"[+-]\d{4}" for n in (1, 2, 3)}}
