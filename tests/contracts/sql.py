@@ -191,6 +191,12 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("unix_timestamp(to_timestamp(ts) + INTERVAL 250 MILLISECONDS)", 1709646330, N), ("unix_timestamp(cast(ts as timestamp))", 1709646330, N),
     ("unix_timestamp(to_date(dt))", 1709596800, N), ("cast(to_timestamp(cast(ts as timestamp), 'yyyy') as string)", "2024-03-05 13:45:30", N),
     ("cast(to_date(cast(ts as timestamp), 'dd/MM/yyyy') as string)", "2024-03-05", N),
+    # date_format by Java's letters (duck_functions.format_java): Ray wrote 'T' with its quotes and XXX, Z, D, k, K, Q, S, SS as they are
+    ("date_format(to_timestamp(ts), \"yyyy-MM-dd'T'HH:mm:ss.SSSXXX\")", "2024-03-05T13:45:30.000Z", N), ("date_format(to_timestamp(ts), 'kk K h a')", "13 1 1 PM", N),
+    ("date_format(to_timestamp(ts), 'D DD DDD QQQ')", "65 65 065 Q1", N), ("date_format(to_timestamp(ts), 'EEEE, MMMM d, yyyy G')", "Tuesday, March 5, 2024 AD", N),
+    ("date_format(to_timestamp(ts), 'xxx Z zzzz')", "+00:00 +0000 Coordinated Universal Time", N),
+    ("date_format(to_timestamp(ts) + INTERVAL 123456 MICROSECONDS, 'ss.S ss.SS ss.SSSSSSSS')", "30.1 30.12 30.12345600", N),
+    ("date_format(to_timestamp(ts), \"hh 'o''clock' a\")", "01 o'clock PM", N),
     ("cast(to_date('2024-01-01T23:30:00-02:00') as string)", "2024-01-01", "2024-01-01"),
     ("date_format('2024-01-01T10:00:00+01:00', 'HH:mm')", "09:00", "09:00"),
     # Spark functions sqlglot does not know (sql.SPARK_EXTRA)

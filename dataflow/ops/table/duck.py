@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.time import format_time
 from dataflow.ops.table import duck_collections, duck_functions, python_functions, spark_hash, spark_times
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
@@ -132,9 +134,11 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return exp.Round(this=months, decimals=exp.Literal.number(8))  # Spark rounds to 8 digits unless roundOff is false
     if isinstance(node, exp.Nanvl):
         return exp.Case(ifs=[exp.If(this=_fn("isnan", node.this.copy()), true=node.expression)], default=node.this)
-    if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal) and "SSS" in node.args["format"].name:
-        node.set("format", exp.Literal.string(node.args["format"].name.replace("SSS", "%g")))  # Java's milliseconds
-        return node
+    if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal):  # date_format(t, pattern): Java's letters
+        fmt = node.args["format"].name
+        written = duck_functions.format_java(node.this, format_time(fmt, Spark.INVERSE_TIME_MAPPING) if "%" in fmt else fmt)
+        if written is not None:
+            return written
     if isinstance(node, exp.Window) and isinstance(node.this, (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)):
         return _as(node, "INTEGER")  # Spark's row_number, rank, dense_rank and ntile are INTs (DuckDB: BIGINTs)
     if _collects(node) and not isinstance(node.parent, exp.Window) or isinstance(node, exp.Window) and _collects(node.this):

@@ -130,6 +130,61 @@ def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expre
     return exp.Case(ifs=[exp.If(this=is_text, true=parsed)], default=_instant(original.copy()))
 
 
+#: Java pattern letters (by count) as strftime's, for a time in UTC (the session's zone: the zone letters are its names).
+_STRFTIME = {
+    "y": {1: "%Y", 2: "%y", 3: "%Y", 4: "%Y"}, "M": {1: "%-m", 2: "%m", 3: "%b", 4: "%B"}, "L": {1: "%-m", 2: "%m", 3: "%b", 4: "%B"},
+    "d": {1: "%-d", 2: "%d"}, "D": {1: "%-j", 3: "%j"}, "H": {1: "%-H", 2: "%H"}, "h": {1: "%-I", 2: "%I"}, "m": {1: "%-M", 2: "%M"},
+    "s": {1: "%-S", 2: "%S"}, "a": {1: "%p"}, "E": {1: "%a", 2: "%a", 3: "%a", 4: "%A"}, "G": {1: "AD", 2: "AD", 3: "AD", 4: "Anno Domini"},
+    "X": {1: "Z", 2: "Z", 3: "Z", 4: "Z", 5: "Z"}, "x": {1: "+00", 2: "+0000", 3: "+00:00", 4: "+0000", 5: "+00:00"},
+    "Z": {1: "+0000", 2: "+0000", 3: "+0000", 4: "GMT", 5: "Z"}, "z": {1: "UTC", 2: "UTC", 3: "UTC", 4: "Coordinated Universal Time"},
+    "V": {2: "UTC"}, "O": {1: "GMT", 4: "GMT"},
+}
+
+
+def format_java(ts: exp.Expression, java: str) -> exp.Expression | None:
+    """``date_format(ts, java)``: the time ``ts`` (UTC) written by a Java pattern, as Spark writes it; None for a
+    pattern with a letter not listed (``w``, ``u``, ``F``...), left to sqlglot's mapping."""
+    from dataflow.ops.table.spark_times import pattern_tokens
+
+    pieces: list[exp.Expression | str] = []
+
+    def number(value: exp.Expression, width: int) -> exp.Expression:  # at least ``width`` digits (DuckDB's lpad would also cut)
+        return _fn("printf", exp.Literal.string(f"%0{width}d"), value)
+
+    hour = _fn("hour", ts.copy())
+    for token, letter in pattern_tokens(java):
+        n = len(token)
+        if letter is None:
+            pieces.append(token.replace("%", "%%"))
+        elif letter == "S":  # the fraction's first n digits (microseconds, then zeros)
+            pieces.append("%g" if n == 3 else "%f" + "0" * (n - 6) if n >= 6 else _fn("substr", _fn("strftime", ts.copy(), exp.Literal.string("%f")), _n(1), _n(n)))
+        elif letter == "D" and n == 2:
+            pieces.append(number(_fn("dayofyear", ts.copy()), 2))
+        elif letter in "kK" and n <= 2:  # 1-24 / 0-11
+            value = exp.Case(ifs=[exp.If(this=exp.EQ(this=hour.copy(), expression=_n(0)), true=_n(24))], default=hour.copy()) if letter == "k" else exp.Mod(this=hour.copy(), expression=_n(12))
+            pieces.append(number(value, n))
+        elif letter in "Qq" and n <= 3:
+            pieces.append(exp.Concat(expressions=[exp.Literal.string("Q" if n == 3 else "0" if n == 2 else ""), exp.Cast(this=_fn("quarter", ts.copy()), to=exp.DataType.build("VARCHAR"))]))
+        elif letter == "y" and n > 4:
+            pieces.append(number(_fn("year", ts.copy()), n))
+        elif n in _STRFTIME.get(letter, {}):
+            pieces.append(_STRFTIME[letter][n])
+        else:
+            return None
+    parts: list[exp.Expression] = []
+    for piece in pieces:
+        if isinstance(piece, str) and parts and isinstance(parts[-1], exp.Literal) and parts[-1].args.get("strftime"):
+            parts[-1] = exp.Literal.string(parts[-1].name + piece)
+            parts[-1].set("strftime", True)
+        elif isinstance(piece, str):
+            parts.append(exp.Literal.string(piece))
+            parts[-1].set("strftime", True)
+        else:
+            parts.append(piece)
+    written = [_fn("strftime", ts.copy(), exp.Literal.string(p.name)) if isinstance(p, exp.Literal) else p for p in parts]
+    return written[0] if len(written) == 1 else exp.Concat(expressions=written, safe=True)
+
+
 def _parsed_time(args: list[exp.Expression], to: str) -> exp.Expression:
     """``try_to_timestamp`` / ``try_to_date``: text read by a Java pattern, or cast; NULL where it is no time."""
     parsed = read_time(args[0], args[1] if len(args) > 1 else None)

@@ -26,7 +26,7 @@ import zoneinfo
 
 import pyarrow as pa
 
-__all__ = ["MACROS", "date_days", "instant_micros", "pattern_text", "register", "zoned_micros"]
+__all__ = ["MACROS", "date_days", "instant_micros", "pattern_text", "pattern_tokens", "register", "zoned_micros"]
 
 _WS = "".join(map(chr, range(33)))  # what Spark's trimAll takes off both ends
 _OFFSET = r"[+-]\d{1,2}(?::?\d{2}(?::\d{2})?)?"
@@ -77,20 +77,29 @@ def pattern_text(pattern: str) -> str | None:
     ``S`` repeated n times one to n digits (up to 6), the text whole (no space around); None for a pattern
     with a letter not listed (``D``, ``G``, ``u``, ``z``...), which is not checked."""
     parts = []
-    for m in _PATTERN_PART.finditer(pattern):
-        token = m.group(0)
-        if token.startswith("'"):
-            parts.append(_escaped(token[1:-1].replace("''", "'") if token != "''" else "'"))
-        elif m.group(1) == "S" and len(token) <= 6:
+    for token, letter in pattern_tokens(pattern):
+        if letter is None:
+            parts.append(_escaped(token))
+        elif letter == "S" and len(token) <= 6:
             parts.append(rf"\d{{1,{len(token)}}}")
-        elif m.group(1):
-            widths = _FIELDS.get(m.group(1), {})
+        else:
+            widths = _FIELDS.get(letter, {})
             if len(token) not in widths:
                 return None
             parts.append(widths[len(token)])
-        else:
-            parts.append(_escaped(token))
     return "".join(parts)
+
+
+def pattern_tokens(pattern: str) -> list[tuple[str, str | None]]:
+    """A Java date-time pattern's pieces: (a run of one letter, the letter), or (literal text, None); a quoted text is its letters."""
+    tokens: list[tuple[str, str | None]] = []
+    for m in _PATTERN_PART.finditer(pattern):
+        token = m.group(0)
+        if token.startswith("'"):
+            tokens.append((token[1:-1].replace("''", "'") if token != "''" else "'", None))
+        else:
+            tokens.append((token, m.group(1)))
+    return tokens
 
 
 def _escaped(text: str) -> str:

@@ -133,3 +133,10 @@ def test_a_pattern_with_a_letter_not_listed_is_not_checked():
     from dataflow.ops.table.spark_times import pattern_text
 
     assert pattern_text("yyyy-MM-dd HH:mm:ss z") is None and pattern_text("D") is None and pattern_text("yyyyy") is None
+
+
+def test_a_pattern_reads_in_tokens_with_quoted_text_as_its_letters():
+    from dataflow.ops.table.spark_times import pattern_tokens
+
+    assert pattern_tokens("yyyy-MM-dd'T'HH 'o''clock' ''") == [
+        ("yyyy", "y"), ("-", None), ("MM", "M"), ("-", None), ("dd", "d"), ("T", None), ("HH", "H"), (" ", None), ("o'clock", None), (" ", None), ("'", None)]
