@@ -8,6 +8,7 @@ and month names, Spark's type names, time zone conversions, and the functions Du
 """
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Callable
 
@@ -144,44 +145,43 @@ _STRFTIME = {
 def format_java(ts: exp.Expression, java: str) -> exp.Expression | None:
     """``date_format(ts, java)``: the time ``ts`` (UTC) written by a Java pattern, as Spark writes it; None for a
     pattern with a letter not listed (``w``, ``u``, ``F``...), left to sqlglot's mapping."""
-    from dataflow.ops.table.spark_times import pattern_tokens
-
-    pieces: list[exp.Expression | str] = []
+    pieces: list[exp.Expression | str] = []  # strftime's text, or an expression of its own
 
     def number(value: exp.Expression, width: int) -> exp.Expression:  # at least ``width`` digits (DuckDB's lpad would also cut)
         return _fn("printf", exp.Literal.string(f"%0{width}d"), value)
 
     hour = _fn("hour", ts.copy())
-    for token, letter in pattern_tokens(java):
+    for token, letter in spark_times.pattern_tokens(java):
         n = len(token)
         if letter is None:
             pieces.append(token.replace("%", "%%"))
-        elif letter == "S":  # the fraction's first n digits (microseconds, then zeros)
-            pieces.append("%g" if n == 3 else "%f" + "0" * (n - 6) if n >= 6 else _fn("substr", _fn("strftime", ts.copy(), exp.Literal.string("%f")), _n(1), _n(n)))
+        elif letter == "S" and n == 3:
+            pieces.append("%g")
+        elif letter == "S" and n >= 6:  # microseconds, then zeros
+            pieces.append("%f" + "0" * (n - 6))
+        elif letter == "S":  # the fraction's first n digits
+            pieces.append(_fn("substr", _fn("strftime", ts.copy(), exp.Literal.string("%f")), _n(1), _n(n)))
         elif letter == "D" and n == 2:
             pieces.append(number(_fn("dayofyear", ts.copy()), 2))
-        elif letter in "kK" and n <= 2:  # 1-24 / 0-11
-            value = exp.Case(ifs=[exp.If(this=exp.EQ(this=hour.copy(), expression=_n(0)), true=_n(24))], default=hour.copy()) if letter == "k" else exp.Mod(this=hour.copy(), expression=_n(12))
-            pieces.append(number(value, n))
+        elif letter == "k" and n <= 2:  # 1-24
+            pieces.append(number(exp.Case(ifs=[exp.If(this=exp.EQ(this=hour.copy(), expression=_n(0)), true=_n(24))], default=hour.copy()), n))
+        elif letter == "K" and n <= 2:  # 0-11
+            pieces.append(number(exp.Mod(this=hour.copy(), expression=_n(12)), n))
         elif letter in "Qq" and n <= 3:
-            pieces.append(exp.Concat(expressions=[exp.Literal.string("Q" if n == 3 else "0" if n == 2 else ""), exp.Cast(this=_fn("quarter", ts.copy()), to=exp.DataType.build("VARCHAR"))]))
+            quarter = exp.Cast(this=_fn("quarter", ts.copy()), to=exp.DataType.build("VARCHAR"))
+            pieces.append(exp.Concat(expressions=[exp.Literal.string({1: "", 2: "0", 3: "Q"}[n]), quarter]))
         elif letter == "y" and n > 4:
             pieces.append(number(_fn("year", ts.copy()), n))
         elif n in _STRFTIME.get(letter, {}):
             pieces.append(_STRFTIME[letter][n])
         else:
             return None
-    parts: list[exp.Expression] = []
-    for piece in pieces:
-        if isinstance(piece, str) and parts and isinstance(parts[-1], exp.Literal) and parts[-1].args.get("strftime"):
-            parts[-1] = exp.Literal.string(parts[-1].name + piece)
-            parts[-1].set("strftime", True)
-        elif isinstance(piece, str):
-            parts.append(exp.Literal.string(piece))
-            parts[-1].set("strftime", True)
+    written: list[exp.Expression] = []
+    for is_text, group in itertools.groupby(pieces, key=lambda p: isinstance(p, str)):
+        if is_text:
+            written.append(_fn("strftime", ts.copy(), exp.Literal.string("".join(group))))
         else:
-            parts.append(piece)
-    written = [_fn("strftime", ts.copy(), exp.Literal.string(p.name)) if isinstance(p, exp.Literal) else p for p in parts]
+            written.extend(group)
     return written[0] if len(written) == 1 else exp.Concat(expressions=written, safe=True)
 
 
