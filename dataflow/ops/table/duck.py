@@ -17,8 +17,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from sqlglot.dialects.spark import Spark
-from sqlglot.time import format_time
 from dataflow.ops.table import duck_collections, duck_functions, python_functions, spark_hash, spark_times
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
@@ -135,8 +133,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
     if isinstance(node, exp.Nanvl):
         return exp.Case(ifs=[exp.If(this=_fn("isnan", node.this.copy()), true=node.expression)], default=node.this)
     if isinstance(node, exp.TimeToStr) and isinstance(node.args.get("format"), exp.Literal):  # date_format(t, pattern): Java's letters
-        fmt = node.args["format"].name
-        written = duck_functions.format_java(node.this, format_time(fmt, Spark.INVERSE_TIME_MAPPING) if "%" in fmt else fmt)
+        written = duck_functions.format_java(node.this, duck_functions.java_pattern(node.args["format"].name))
         if written is not None:
             return written
     if isinstance(node, exp.Window) and isinstance(node.this, (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)):
@@ -203,7 +200,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
 
 
 def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
-    """Return a bound Spark tree as DuckDB SQL with Spark's semantics."""
+    """Return a bound Spark tree as DuckDB SQL with Spark's semantics (the time casts in a second pass: the rewrites make them too)."""
     from dataflow.ops.table.sql import bottom_up
 
     return bottom_up(bottom_up(tree, lambda n: _rewrite(n, default_x)), _time_text).sql(dialect="duckdb")

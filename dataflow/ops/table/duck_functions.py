@@ -19,7 +19,7 @@ from sqlglot.time import format_time
 from dataflow.ops.table import duck_collections, duck_urls, spark_times
 from dataflow.ops.table.duck_nodes import any_null as _unknown, call as _fn, number as _n
 
-__all__ = ["MACROS", "read_time", "rewrite", "substitute"]
+__all__ = ["MACROS", "format_java", "java_pattern", "read_time", "rewrite", "substitute"]
 
 #: DuckDB macros the rewrites call; created on each connection with ``duck``'s own.
 MACROS = """
@@ -47,8 +47,6 @@ CREATE MACRO __df_spark_type(t) AS CASE
 _TRY_ARITHMETIC = {exp.SafeAdd: exp.Add, exp.SafeSubtract: exp.Sub, exp.SafeMultiply: exp.Mul}
 
 
-
-
 def _from_zero(lam: exp.Lambda) -> exp.Lambda:
     """A two-argument lambda's body with its index argument counting from 0, as Spark's (DuckDB's counts from 1)."""
     if len(lam.expressions) != 2:
@@ -68,7 +66,6 @@ def substitute(body: exp.Expression, values: dict[str, Callable[[exp.Expression]
         return node
 
     return body.transform(swap)
-
 
 
 def _three_valued(values: exp.Expression, decisive: bool) -> exp.Expression:
@@ -91,8 +88,16 @@ def _pmod(a: exp.Expression, n: exp.Expression) -> exp.Expression:
 def _instant(value: exp.Expression) -> exp.Expression:
     """A date, timestamp or text as a timestamp: text with a zone offset (``...T10:00:00+01:00``) is that instant, as
     Spark reads it (DuckDB's cast to TIMESTAMP drops the offset), without one it is UTC (the session's zone); the
-    instant as UTC wall-clock time, NULL where the text is no time."""
+    instant as UTC wall-clock time, NULL where the text is no time; an instant already as it is."""
+    if _is_instant(value):
+        return value
     return exp.TryCast(this=exp.TryCast(this=value, to=exp.DataType.build("TIMESTAMPTZ")), to=exp.DataType.build("TIMESTAMP"))
+
+
+def _is_instant(node: exp.Expression) -> bool:
+    """Whether ``node`` is what ``_instant`` makes."""
+    return (isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.TIMESTAMP
+            and isinstance(node.this, exp.TryCast) and node.this.to.this == exp.DataType.Type.TIMESTAMPTZ)
 
 
 def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expression:
@@ -108,27 +113,33 @@ def read_time(text: exp.Expression, pattern: exp.Expression | None) -> exp.Expre
     if pattern is None:
         return _instant(text)
     check, original = None, text
-    text = exp.Cast(this=text, to=exp.DataType.build("VARCHAR"))  # binds whatever the type (a time takes the other branch)
+    as_text = exp.Cast(this=text, to=exp.DataType.build("VARCHAR"))  # binds whatever the type (a time takes the other branch)
+    text = as_text.copy()
     if isinstance(pattern, exp.Literal):
-        java = pattern.name if "%" not in pattern.name else format_time(pattern.name, Spark.INVERSE_TIME_MAPPING)
+        java = java_pattern(pattern.name)
         check = spark_times.pattern_text(java)
         fmt = format_time(re.sub(r"(?<![S'])S{1,6}(?!S)", "SSSSSS", java), Spark.TIME_MAPPING)
         pattern = exp.Literal.string(re.sub(r"(?<!%)(X{1,3}|Z{1,3})", "%z", re.sub(r"'([^']*)'", r"\1", fmt)))
         if "%z" in pattern.name:
             text = _fn("regexp_replace", text, exp.Literal.string("Z$"), exp.Literal.string("+00:00"))
     parsed: exp.Expression = exp.StrToTime(this=text, format=pattern, safe=True)
-    letters = re.sub(r"'[^']*'", "", java) if isinstance(pattern, exp.Literal) else "y"
-    if not re.search(r"[yYu]", letters):
+    years = [token for token, letter in spark_times.pattern_tokens(java) if letter in ("y", "Y", "u")] if isinstance(pattern, exp.Literal) else ["yyyy"]
+    if not years:
         parsed = exp.Add(this=parsed, expression=exp.Interval(this=exp.Literal.string("70"), unit=exp.Var(this="YEAR")))
-    elif re.search(r"(?<![yY])[yY]{2}(?![yY])", letters):  # two digits: Java's years 2000-2099 (strptime's 1969-2068)
+    elif any(len(token) == 2 and token[0] != "u" for token in years):  # two digits: Java's years 2000-2099 (strptime's 1969-2068)
         before = exp.LT(this=_fn("year", parsed.copy()), expression=_n(2000))
         parsed = exp.Case(ifs=[exp.If(this=before, true=exp.Add(this=parsed.copy(), expression=exp.Interval(this=exp.Literal.string("100"), unit=exp.Var(this="YEAR"))))], default=parsed)
     if check is not None:
-        whole = _fn("regexp_full_match", exp.Cast(this=original.copy(), to=exp.DataType.build("VARCHAR")), exp.Literal.string(check))
+        whole = _fn("regexp_full_match", as_text, exp.Literal.string(check))
         parsed = exp.Case(ifs=[exp.If(this=whole, true=parsed)])
     # Spark reads only text by the pattern: a date or a timestamp is that time (``unix_timestamp(ts)``, ``to_timestamp(ts, fmt)``).
     is_text = exp.In(this=_fn("typeof", original.copy()), expressions=[exp.Literal.string("VARCHAR"), exp.Literal.string('"NULL"')])
     return exp.Case(ifs=[exp.If(this=is_text, true=parsed)], default=_instant(original.copy()))
+
+
+def java_pattern(text: str) -> str:
+    """A pattern literal as Java's: as the user wrote it, or read back from sqlglot's strftime of it (``%Y-%mstrict``)."""
+    return format_time(text, Spark.INVERSE_TIME_MAPPING) if "%" in text else text
 
 
 #: Java pattern letters (by count) as strftime's, for a time in UTC (the session's zone: the zone letters are its names).
@@ -376,7 +387,7 @@ def rewrite(node: exp.Expression) -> exp.Expression:
         return _fn("ascii", exp.Cast(this=node.this, to=exp.DataType.build("VARCHAR")))
     if isinstance(node, exp.ParseUrl) and (url := duck_urls.parse_url(node)) is not None:
         return url
-    if isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.TIMESTAMP and not (isinstance(node.this, exp.TryCast) and node.this.to.this == exp.DataType.Type.TIMESTAMPTZ):
+    if isinstance(node, exp.TryCast) and node.to.this == exp.DataType.Type.TIMESTAMP and not _is_instant(node):
         return _instant(node.this)
     if isinstance(node, exp.Quantile):  # percentile: interpolated, as Spark's (DuckDB's quantile is discrete)
         return _fn("quantile_cont", node.this, node.args["quantile"])

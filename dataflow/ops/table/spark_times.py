@@ -122,7 +122,6 @@ def _offset(zone: str) -> dt.tzinfo | None:
     return _region(zone)
 
 
-@functools.lru_cache(maxsize=256)
 def _region(name: str) -> dt.tzinfo | None:
     """A region of the time zone database by its name (``Europe/Paris``, ``EST5EDT``, ``Zulu``), as Java's ``ZoneId.of`` finds it."""
     return zoneinfo.ZoneInfo(name) if name in _regions() and name != "Factory" else None
