@@ -89,7 +89,9 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("s regexp '(?i)world'", True, N), ("regexp_like(s, 'W.r')", True, N), (r"regexp_extract(ip, '(\\d+)\\.(\\d+)', 2)", "0", N),
     # JSON
     ("get_json_object(js, '$.a')", "1", N), ("get_json_object(js, '$.b.c')", "x", N), ("get_json_object(js, '$.arr[1]')", "2", N),
-    ("get_json_object(js, '$.missing')", N, N), ("get_json_object(bad, '$.a')", N, N),
+    ("get_json_object(js, '$.missing')", N, N), ("get_json_object(bad, '$.a')", N, N), ("get_json_object(js, '$.arr[*]')", "[1,2,3]", N),
+    ("""get_json_object('{"a":[{"b":"x"},{"c":1}]}', '$.a[*].b')""", '"x"', '"x"'), ("get_json_object(js, 'a')", N, N),
+    ("get_json_object(js, '$.b.*')", N, N), ("get_json_object('[1,null]', '$[1]')", "null", "null"), ("get_json_object(js || ' x', '$.b')", '{"c":"x"}', N),
     ("from_json(js, 'a INT, b STRUCT<c: STRING>').b.c", "x", N), ("from_json(js, 'a INT').a + 1", 2, N),
     # dates and times (session time zone UTC)
     ("cast(to_timestamp(ts) as string)", "2024-03-05 13:45:30", N), ("date_format(to_timestamp(ts), 'yyyy-MM-dd HH:mm')", "2024-03-05 13:45", N),

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from dataflow.ops.table.types import ARROW_TYPES
 
-__all__ = ["failed", "try_cast"]
+__all__ = ["failed", "java_double", "try_cast"]
 
 _INT_RE = r"^[+-]?[0-9]+$"
 _FLOAT_RE = r"^[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))[dDfF]?$"
@@ -42,7 +42,7 @@ def _from_string(arr: pa.Array, target: str) -> pa.Array:
     return pc.cast(cleaned, ARROW_TYPES[target])
 
 
-def _java_double(x: float) -> str:
+def java_double(x: float) -> str:
     """A double as Spark (Java's ``Double.toString``) writes it: ``-10.0``, ``2.35``, ``1.0E-4``, ``1.2345E7``."""
     if not np.isfinite(x):
         return "NaN" if np.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
@@ -54,7 +54,7 @@ def _java_double(x: float) -> str:
 
 def _from_number(arr: pa.Array, target: str) -> pa.Array:
     if target == "string" and pa.types.is_floating(arr.type):
-        return pa.array([None if v is None else _java_double(v) for v in arr.to_pylist()], pa.string())
+        return pa.array([None if v is None else java_double(v) for v in arr.to_pylist()], pa.string())
     if target == "string":
         return pc.cast(arr, pa.string())
     if target in _RANGES and pa.types.is_floating(arr.type):

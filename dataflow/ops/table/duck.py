@@ -9,6 +9,7 @@ apart), so a float NaN read from a column counts as null here.
 """
 from __future__ import annotations
 
+import json
 import re
 import threading
 
@@ -17,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
-from dataflow.ops.table import duck_collections, duck_functions, python_functions, spark_hash, spark_times
+from dataflow.ops.table import duck_collections, duck_functions, json_path, python_functions, spark_hash, spark_times
 
 __all__ = ["TABLE", "aggregate", "aggregate_sql", "keep_mask", "over_rows", "query", "quoted", "run", "to_duckdb", "with_columns", "with_columns_sql"]
 
@@ -190,13 +191,32 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
         return exp.Case(ifs=[exp.If(this=floating, true=_fn("__df_java_double_text", _as(node.this.copy(), "VARCHAR"))),
                              exp.If(this=instant, true=_fn("regexp_replace", _as(node.this.copy(), "VARCHAR"), exp.Literal.string("\\+00$"), exp.Literal.string("")))],
                         default=node)
-    if isinstance(node, exp.JSONExtractScalar):  # get_json_object: NULL for text that is not JSON
-        return _when(_fn("json_valid", node.this), node)
+    if isinstance(node, exp.JSONExtractScalar):
+        return _json_object(node)
     if isinstance(node, exp.FromJson):
         return _from_json(node)
     if isinstance(node, exp.RegexpReplace):
         node.set("replacement", _java_replacement(node.args.get("replacement")))
     return duck_functions.rewrite(node)
+
+
+def _json_object(node: exp.JSONExtractScalar) -> exp.Expression:
+    """``get_json_object`` with a literal path by Spark's rules (``json_path``): valid JSON by DuckDB's ``->>`` where the path
+    has no wildcard, the rest in Python; a path Spark reads as none is NULL. A path from a column: DuckDB's reading of it."""
+    path = node.expression
+    if not (isinstance(path, exp.Literal) and path.is_string):
+        return _when(_fn("json_valid", node.this), node)
+    steps = json_path.steps(path.name)
+    if steps is None:
+        return exp.cast(exp.Null(), "VARCHAR")
+    spark = _fn("__df_json_path", _as(node.this.copy(), "VARCHAR"), exp.Literal.string(json.dumps(steps)))
+    duckdb_path = json_path.duckdb_path(steps)
+    if duckdb_path is None:
+        return spark
+    fast = exp.JSONExtractScalar(this=node.this.copy(), expression=exp.Literal.string(duckdb_path))
+    if not steps or isinstance(steps[-1], int):  # a JSON null there is the text 'null' on Spark (a field's is NULL)
+        fast = _fn("coalesce", fast, _as(exp.JSONExtract(this=node.this.copy(), expression=exp.Literal.string(duckdb_path)), "VARCHAR"))
+    return exp.Case(ifs=[exp.If(this=_fn("json_valid", node.this), true=fast)], default=spark)
 
 
 def to_duckdb(tree: exp.Expression, default_x: str | None = None) -> str:
@@ -252,6 +272,7 @@ def _connection() -> duckdb.DuckDBPyConnection:
         con.execute(duck_collections.MACROS)
         spark_hash.register(con)
         python_functions.register(con)
+        json_path.register(con)
         spark_times.register(con)
         _local.con = con
     return con

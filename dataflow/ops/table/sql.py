@@ -63,6 +63,13 @@ EXTRA_AGGREGATES = {"slope", "mean"}
 _KNOWN = sorted({*(n.lower() for n in Spark.Parser.FUNCTIONS), *HELPERS, *SPARK_EXTRA})
 
 
+class _Spark(Spark):
+    """Spark's dialect, leaving a JSON path (``get_json_object``) the text it is: Spark's grammar reads it (``json_path``), not sqlglot's."""
+
+    def to_json_path(self, path: exp.Expression | None) -> exp.Expression | None:
+        return path
+
+
 class ExprError(ValueError):
     """An expression that does not parse or breaks a rule; says where (column) and what."""
 
@@ -76,7 +83,7 @@ def _syntax(text: str) -> exp.Expression:
     if not str(text).strip():
         raise ExprError("empty expression")
     try:
-        tree = sqlglot.parse_one(str(text), read="spark")
+        tree = sqlglot.parse_one(str(text), read=_Spark)
     except sqlglot.errors.ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         col = err.get("col") and err["col"] - max(len(err.get("highlight") or ""), 1) + 1  # sqlglot gives the token's end
