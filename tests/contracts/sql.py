@@ -94,7 +94,8 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("get_json_object(js, '$.b.*')", N, N), ("get_json_object('[1,null]', '$[1]')", "null", "null"), ("get_json_object(js || ' x', '$.b')", '{"c":"x"}', N),
     ("from_json(js, 'a INT, b STRUCT<c: STRING>').b.c", "x", N), ("from_json(js, 'a INT').a + 1", 2, N),
     # dates and times (session time zone UTC)
-    ("cast(to_timestamp(ts) as string)", "2024-03-05 13:45:30", N), ("date_format(to_timestamp(ts), 'yyyy-MM-dd HH:mm')", "2024-03-05 13:45", N),
+    ("cast(to_timestamp(ts) as string)", "2024-03-05 13:45:30", N), ("cast(to_timestamp_ltz(ts) as string)", "2024-03-05 13:45:30", N),
+    ("cast(make_timestamp_ltz(2024, 3, 5, 13, 45, 30, 'Europe/Paris') as string)", "2024-03-05 12:45:30", "2024-03-05 12:45:30"), ("date_format(to_timestamp(ts), 'yyyy-MM-dd HH:mm')", "2024-03-05 13:45", N),
     ("date_format(ts, 'HH')", "13", N), ("unix_timestamp(ts)", 1709646330, N), ("from_unixtime(ep)", "2024-03-05 13:45:30", N),
     ("from_unixtime(ep, 'yyyy-MM-dd')", "2024-03-05", N), ("cast(to_date(ts) as string)", "2024-03-05", N),
     ("cast(to_date(dt) as string)", "2024-03-05", N), ("cast(date_trunc('HOUR', to_timestamp(ts)) as string)", "2024-03-05 13:00:00", N),

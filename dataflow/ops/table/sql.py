@@ -60,14 +60,24 @@ SPARK_EXTRA = {
 }
 #: The aggregates among ``HELPERS`` and ``SPARK_EXTRA``.
 EXTRA_AGGREGATES = {"slope", "mean"}
-_KNOWN = sorted({*(n.lower() for n in Spark.Parser.FUNCTIONS), *HELPERS, *SPARK_EXTRA})
 
 
 class _Spark(Spark):
-    """Spark's dialect, leaving a JSON path (``get_json_object``) the text it is: Spark's grammar reads it (``json_path``), not sqlglot's."""
+    """Spark's dialect, leaving a JSON path (``get_json_object``) the text it is: Spark's grammar reads it (``json_path``), not sqlglot's;
+    Spark 3.4's ``to_timestamp_ltz`` and ``make_timestamp_ltz`` read as ``to_timestamp`` and ``make_timestamp`` (the same, where the
+    session's timestamps are Spark's default TIMESTAMP_LTZ, as dataflow's are)."""
+
+    class Parser(Spark.Parser):
+        FUNCTIONS = {**Spark.Parser.FUNCTIONS, "TO_TIMESTAMP_LTZ": Spark.Parser.FUNCTIONS["TO_TIMESTAMP"],
+                     "MAKE_TIMESTAMP_LTZ": Spark.Parser.FUNCTIONS["MAKE_TIMESTAMP"]}
 
     def to_json_path(self, path: exp.Expression | None) -> exp.Expression | None:
         return path
+
+
+_KNOWN = sorted({*(n.lower() for n in _Spark.Parser.FUNCTIONS), *HELPERS, *SPARK_EXTRA})
+#: Spark functions of TIMESTAMP_NTZ, a type Ray does not compute (a zone-less timestamp is Spark's TIMESTAMP there).
+_NTZ = {"to_timestamp_ntz", "make_timestamp_ntz", "try_to_timestamp_ntz"}
 
 
 class ExprError(ValueError):
@@ -112,6 +122,9 @@ def _check_functions(tree: exp.Expression, text: str, generator: bool = False) -
             if node is not tree or not generator:
                 raise ExprError(f"json_tuple gives several columns: use it as a whole table.with_columns expression under a key "
                                 f"naming them, '(a, b)': \"json_tuple(js, 'a', 'b')\" (got {text!r})")
+        elif name in _NTZ:
+            raise ExprError(f"{name} gives Spark's TIMESTAMP_NTZ, which dataflow does not compute on Ray; use {name.replace('_ntz', '')}"
+                            f" (dataflow's session time zone is UTC: the same wall-clock time) in {text!r}")
         elif name not in HELPERS and name not in SPARK_EXTRA:
             close = difflib.get_close_matches(name, _KNOWN, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else " (see Spark SQL's function reference)"

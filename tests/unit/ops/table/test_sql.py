@@ -31,8 +31,10 @@ def test_columns_read_count_struct_fields_as_their_column_and_skip_lambda_variab
         ("a; DROP TABLE t", "expected one expression, not a statement or a subquery"),
         ("'abc", "an unterminated quote?"),
         ("", "empty expression"),
+        ("to_timestamp_ntz(ts)", "to_timestamp_ntz gives Spark's TIMESTAMP_NTZ, which dataflow does not compute on Ray; use to_timestamp"),
     ],
-    ids=["dangling-operator", "two-expressions", "stray-paren", "unknown-function", "aggregate-in-scalar", "window", "query", "statements", "quote", "empty"],
+    ids=["dangling-operator", "two-expressions", "stray-paren", "unknown-function", "aggregate-in-scalar", "window", "query", "statements", "quote", "empty",
+         "timestamp-ntz"],
 )
 def test_bad_expressions_say_where_and_what(text, message):
     with pytest.raises(S.ExprError, match=message.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
