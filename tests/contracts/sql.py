@@ -81,7 +81,8 @@ SCALARS: list[tuple[str, Any, Any]] = [
     ("repeat('ab', 2)", "abab", "abab"), ("startswith(s, 'He')", True, N), ("endswith(s, 'ld')", True, N), ("contains(s, 'lo W')", True, N),
     ("s LIKE 'Hello%'", True, N), ("s LIKE '%world'", False, N), ("s NOT LIKE 'H_llo%'", False, N), ("s ILIKE '%world'", True, N),
     ("ascii(s)", 72, N), ("left(s, 2)", "He", N), ("right(s, 5)", "World", N), ("md5(s)", "b10a8db164e0754105b7a99be72e3fe5", N),
-    ("char_length(s)", 11, N), ("lower(s) = 'hello world'", True, N),
+    ("char_length(s)", 11, N), ("lower(s) = 'hello world'", True, N), ("upper('straße')", "STRASSE", "STRASSE"), ("lower('ΟΔΟΣ')", "οδος", "οδος"),
+    ("initcap('ß ﬁx')", "Ss Fix", "Ss Fix"),
     # regular expressions (Java syntax on Spark; the patterns here mean the same in RE2)
     (r"regexp_extract(ip, '(\\d+)$', 1)", "404", N), ("regexp_extract(ip, '([A-Z]+) (/[a-z/]+)', 2)", "/a/b", N),
     ("regexp_extract(ip, 'x(y)', 1)", "", N), ("regexp_replace(ip, '[0-9]', '#')", "##.#.#.# GET /a/b ###", N),

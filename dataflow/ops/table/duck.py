@@ -193,6 +193,11 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
                         default=node)
     if isinstance(node, exp.JSONExtractScalar):
         return _json_object(node)
+    if isinstance(node, (exp.Upper, exp.Lower)):  # beyond ASCII: Java's full case mappings (``python_functions``)
+        return _fn("__df_upper" if isinstance(node, exp.Upper) else "__df_lower", node.this)
+    if isinstance(node, exp.Initcap):
+        text = _as(node.this.copy(), "VARCHAR")
+        return exp.Case(ifs=[exp.If(this=_fn("__df_ascii", node.this.copy()), true=node)], default=_fn("__df_case_text", text, exp.Literal.string("initcap")))
     if isinstance(node, exp.FromJson):
         return _from_json(node)
     if isinstance(node, exp.RegexpReplace):

@@ -1,4 +1,5 @@
-"""Spark functions DuckDB computes through Python functions: ``conv`` (Spark's ``NumberConverter``) and ``soundex``.
+"""Spark functions DuckDB computes through Python functions: ``conv`` (Spark's ``NumberConverter``), ``soundex``, and
+``upper``/``lower``/``initcap`` of text beyond ASCII.
 
 ``conv(num, from_base, to_base)``: spaces around the text are trimmed, then the digits are read up to the first that is no digit of ``from_base`` (``conv('11Z', 16, 10)`` is
 ``17``; none: ``0``) as an unsigned 64-bit value; a leading ``-`` negates it in two's complement
@@ -9,12 +10,17 @@ empty text gives NULL; a value past 64 bits stops the step, as Spark's overflow 
 ``soundex(s)``: American Soundex of the letters A-Z as Spark codes it (a text not starting with one
 is returned as it is; H and W are skipped without breaking a run of one code; any other character
 breaks it), four characters padded with ``0``.
+
+``upper(s)``/``lower(s)``/``initcap(s)`` of text beyond ASCII: Java's full case mappings, which Python's
+are (``straße`` -> ``STRASSE``, ``ﬁ`` -> ``FI``, a final ``Σ`` -> ``ς``, ``İ`` -> ``i̇``); DuckDB maps one
+character to one (``ẞ``, ``ﬁ``, ``σ``, ``i``). ASCII text stays with DuckDB's functions. ``initcap``
+lowers the text, then title-cases the first character after each space.
 """
 from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["MACROS", "convert", "register", "soundex"]
+__all__ = ["MACROS", "convert", "initcap", "register", "soundex"]
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MASK = (1 << 64) - 1
@@ -25,6 +31,9 @@ _SOUNDEX = "01230127022455012623017202"  # A..Z: Spark's US English codes (7: H 
 MACROS = """
 CREATE MACRO __df_conv(n, f, t) AS __df_conv_text(CAST(n AS VARCHAR), CAST(f AS INTEGER), CAST(t AS INTEGER));
 CREATE MACRO __df_soundex(s) AS __df_soundex_text(CAST(s AS VARCHAR));
+CREATE MACRO __df_ascii(s) AS strlen(CAST(s AS VARCHAR)) = length(CAST(s AS VARCHAR));
+CREATE MACRO __df_upper(s) AS CASE WHEN __df_ascii(s) THEN upper(CAST(s AS VARCHAR)) ELSE __df_case_text(CAST(s AS VARCHAR), 'upper') END;
+CREATE MACRO __df_lower(s) AS CASE WHEN __df_ascii(s) THEN lower(CAST(s AS VARCHAR)) ELSE __df_case_text(CAST(s AS VARCHAR), 'lower') END;
 """
 
 
@@ -81,6 +90,19 @@ def soundex(text: str) -> str:
     return "".join(out).ljust(4, "0")
 
 
+def initcap(text: str) -> str:
+    """Spark's ``initcap``: each word (between spaces) lowered, its first character title-cased instead (``ß`` -> ``Ss``, ``ẞ`` stays)."""
+    return " ".join(word[:1].title() + word.lower()[len(word[:1].lower()):] for word in text.split(" "))
+
+
+_CASES = {"upper": str.upper, "lower": str.lower, "initcap": initcap}
+
+
+def _case(texts: pa.Array, how: pa.Array) -> pa.Array:
+    cases = [_CASES[h] for h in how.to_pylist()]  # the same for every row: a literal
+    return pa.array([None if t is None else case(t) for t, case in zip(texts.to_pylist(), cases)], pa.string())
+
+
 def _soundex(texts: pa.Array) -> pa.Array:
     return pa.array([None if t is None else soundex(t) for t in texts.to_pylist()], pa.string())
 
@@ -96,4 +118,5 @@ def register(con) -> None:
 
     con.create_function("__df_conv_text", _conv, [VARCHAR, INTEGER, INTEGER], VARCHAR, type="arrow", null_handling="special", side_effects=False)
     con.create_function("__df_soundex_text", _soundex, [VARCHAR], VARCHAR, type="arrow", null_handling="special", side_effects=False)
+    con.create_function("__df_case_text", _case, [VARCHAR, VARCHAR], VARCHAR, type="arrow", null_handling="special", side_effects=False)
     con.execute(MACROS)
