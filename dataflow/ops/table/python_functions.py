@@ -14,7 +14,7 @@ breaks it), four characters padded with ``0``.
 ``upper(s)``/``lower(s)``/``initcap(s)`` of text beyond ASCII: Java's full case mappings, which Python's
 are (``straße`` -> ``STRASSE``, ``ﬁ`` -> ``FI``, a final ``Σ`` -> ``ς``, ``İ`` -> ``i̇``); DuckDB maps one
 character to one (``ẞ``, ``ﬁ``, ``σ``, ``i``). ASCII text stays with DuckDB's functions. ``initcap``
-lowers the text, then title-cases the first character after each space.
+lowers each word (between spaces) and title-cases its first character instead (``ß`` -> ``Ss``).
 """
 from __future__ import annotations
 
