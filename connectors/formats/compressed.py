@@ -9,6 +9,8 @@ that meets it: the lines before it are already read.
 """
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import lzma
 import posixpath
@@ -138,11 +140,12 @@ class _Plain(io.RawIOBase):
 
 
 def _open_codec(raw: BinaryIO, codec: str, strict: bool):
+    """The codec's stream: the standard library's readers, not fsspec's registry (which takes ``isal``'s gzip where it is installed: other errors, larger buffers)."""
     if codec == "zstd" or (strict and codec == "gzip"):
         return _Members(raw, codec)
-    from fsspec.compression import compr
-
-    return compr[codec](raw, mode="rb")
+    if codec == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    return bz2.BZ2File(raw, mode="rb") if codec == "bz2" else lzma.LZMAFile(raw, mode="rb")
 
 
 @contextmanager
