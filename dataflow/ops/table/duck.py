@@ -208,7 +208,7 @@ def _rewrite(node: exp.Expression, default_x: str | None) -> exp.Expression:
 def _json_object(node: exp.JSONExtractScalar) -> exp.Expression:
     """``get_json_object`` with a literal path by Spark's rules (``json_path``): valid JSON by DuckDB's ``->>`` where the path
     has no wildcard, the rest in Python; a path Spark reads as none is NULL. A path from a column: DuckDB's reading of it."""
-    path = node.expression.unnest()  # a ``vars:`` value is bound in parentheses
+    path = node.expression
     if not (isinstance(path, exp.Literal) and path.is_string):
         return _when(_fn("json_valid", node.this), node)
     steps = json_path.steps(path.name)

@@ -281,7 +281,7 @@ def _bind(tree: exp.Expression, params: dict[str, Any] | None) -> exp.Expression
         if isinstance(node, exp.Placeholder):
             if node.name not in params:
                 raise KeyError(f"no value for ':{node.name}' (set it under vars)")
-            return exp.paren(_literal(params[node.name]), copy=False)
+            return _literal(params[node.name])  # atomic in SQL (a literal, NULL, a boolean, a CAST): no parentheses, so rewrites see a literal
         return node
 
     return tree.copy().transform(swap, copy=False)
