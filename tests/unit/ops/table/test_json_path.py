@@ -59,11 +59,6 @@ def test_get_json_object_gives_sparks_value(text, path, spark):
     assert _ray(text, path) == spark
 
 
-def test_a_path_bound_from_vars_is_read_as_its_literal_is():
-    sql = duckdb_sql(parse("get_json_object(j, :p)"), params={"p": "$.a[*]"})
-    assert duck._connection().execute(f"SELECT {sql} FROM (SELECT '{{\"a\": [1, 2]}}' AS j)").fetchall() == [("[1,2]",)]
-
-
 def test_the_path_is_read_by_sparks_grammar():
     assert steps("$.a[*]['b c'][ 2]") == ("a", None, "b c", 2)
     assert steps("$") == ()

@@ -68,6 +68,14 @@ def test_vars_are_bound_as_literals_never_pasted_into_the_text():
     assert big.column("b").to_pylist() == [3 * 2**31]  # integers bind as BIGINT
 
 
+def test_a_var_is_read_as_the_literal_it_stands_for():
+    """A pattern or a JSON path given by ``vars:`` is read by Spark's rules as a literal one is (not DuckDB's)."""
+    table = pa.table({"ts": ["2024-03-05 13:45:30"], "j": ['{"a": [1, 2]}']})
+    columns = {"h": S.duckdb_sql(S.parse("date_format(ts, :f)"), {"f": "yyyy-MM-dd HH"}), "a": S.duckdb_sql(S.parse("get_json_object(j, :p)"), {"p": "$.a[*]"})}
+    out = duck.with_columns(table, columns)
+    assert (out.column("h").to_pylist(), out.column("a").to_pylist()) == (["2024-03-05 13"], ["[1,2]"])
+
+
 def test_spark_text_does_not_depend_on_the_ansi_flag():
     text = S.spark_sql(S.parse("a / b + a % b + cast(s AS INT) + element_at(arr, 5) + arr[1] + m['k']"))
     assert text == "TRY_DIVIDE(a, b) + TRY_MOD(a, b) + TRY_CAST(s AS INT) + TRY_ELEMENT_AT(arr, 5) + GET(arr, 1) + m['k']"
