@@ -87,10 +87,10 @@ def extract(text: str, path: tuple[Step, ...]) -> str | None:
     """
     try:
         root, _ = _DECODER.raw_decode(text.lstrip(" \t\n\r"))
-    except (ValueError, RecursionError):
+        out = _Writer()
+        return out.text() if _evaluate(root, out, _Style.RAW, path) else None
+    except (ValueError, RecursionError):  # not JSON; nested deeper than Python's stack (Spark reads up to 1,000 levels)
         return None
-    out = _Writer()
-    return out.text() if _evaluate(root, out, _Style.RAW, path) else None
 
 
 def _refuse(name: str) -> Any:

@@ -59,6 +59,11 @@ def test_get_json_object_gives_sparks_value(text, path, spark):
     assert _ray(text, path) == spark
 
 
+def test_json_nested_past_pythons_stack_is_null_not_a_failed_step():
+    deep = "[" * 600 + "1" + "]" * 600
+    assert _ray('{"a": ' + deep + "}", "$.a[*]") is None and _ray("x" + deep, "$[0]") is None
+
+
 def test_the_path_is_read_by_sparks_grammar():
     assert steps("$.a[*]['b c'][ 2]") == ("a", None, "b c", 2)
     assert steps("$") == ()
