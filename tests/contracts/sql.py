@@ -260,7 +260,8 @@ GROUPED = [
 GROUPED_SCHEMA = pa.schema([("g", pa.string()), ("v", pa.int64()), ("x", pa.int64()), ("y", pa.float64()), ("s", pa.string()), ("t", pa.string())])
 #: (Spark SQL aggregation, value for group a, value for group b).
 AGGREGATES: list[tuple[str, Any, Any]] = [
-    ("count(*)", 3, 2), ("count(v)", 2, 2), ("count(DISTINCT v)", 2, 1), ("count(DISTINCT s)", 2, 1), ("sum(v)", 3, 8),
+    ("count(*)", 3, 2), ("count(v)", 2, 2), ("upper(max(s))", "Q", "R"), ("initcap(min(s))", "P", "R"),
+    ("""get_json_object(concat('{"a":[', max(v), ',', min(v), ']}'), '$.a[*]')""", "[2,1]", "[4,4]"), ("count(DISTINCT v)", 2, 1), ("count(DISTINCT s)", 2, 1), ("sum(v)", 3, 8),
     ("avg(v)", 1.5, 4.0), ("mean(y)", 3.0, 2.0), ("min(v)", 1, 4), ("max(s)", "q", "r"), ("stddev_samp(y)", 2.0, 0.0), ("stddev(y)", 2.0, 0.0),
     ("variance(y)", 4.0, 0.0), ("regr_slope(y, x)", 2.0, 0.0), ("slope(y, x)", 2.0, 0.0), ("regr_intercept(y, x)", 1.0, 2.0),
     ("regr_count(y, x)", 3, 2), ("percentile_approx(y, 0.5)", 3.0, 2.0), ("sort_array(collect_list(s))", ["p", "p", "q"], ["r"]),
