@@ -36,7 +36,7 @@ __all__ = ["duckdb_path", "extract", "register", "steps"]
 Step = str | int | None  # a field's name, an array index, the wildcard ``[*]``
 
 
-_STEP = re.compile(r"\.(?P<name>[^.\[]+)|\['(?P<quoted>[^']+)'\]|\[ *(?P<index>\d+)\]|(?P<wild>\[\*\])")
+_STEP = re.compile(r"\.(?P<name>[^.\[]+)|\['(?P<quoted>[^']+)'\]|\[ *(?P<index>\d+)\]|\[\*\]")  # no group matched: ``[*]``
 _INT_MAX = (1 << 31) - 1
 
 

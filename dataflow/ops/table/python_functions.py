@@ -99,8 +99,8 @@ _CASES = {"upper": str.upper, "lower": str.lower, "initcap": initcap}
 
 
 def _case(texts: pa.Array, how: pa.Array) -> pa.Array:
-    cases = [_CASES[h] for h in how.to_pylist()]  # the same for every row: a literal
-    return pa.array([None if t is None else case(t) for t, case in zip(texts.to_pylist(), cases)], pa.string())
+    case = _CASES[how[0].as_py()] if len(how) else None  # a literal: the same for every row
+    return pa.array([None if t is None else case(t) for t in texts.to_pylist()], pa.string())
 
 
 def _soundex(texts: pa.Array) -> pa.Array:
