@@ -393,6 +393,13 @@ def line_reader(fmt: str):
     return {"text": lines.read_text, "jsonl": lines.read_jsonl, "csv": lines.read_csv}[fmt]
 
 
+def jsonl_runs_reader(multiple: int):
+    """Return the reader of untyped UTF-8 JSON lines (plain or decompressed) in runs of raw lines, ``multiple`` lines at a time (``connectors.formats.jsonl_runs``)."""
+    from connectors.formats import jsonl_runs
+
+    return functools.partial(jsonl_runs.read_jsonl_runs, multiple=multiple)
+
+
 def typed_jsonl_reader(blocks: bool):
     """Return the reader of a jsonl source with a declared schema: Arrow blocks for UTF-8, plain or decompressed (``blocks``), else line by line."""
     from connectors.formats import typed_jsonl

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from connectors.formats import GONE, BadRecord, gone
+from connectors.formats.jsonl_runs import LineRun
 from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.runtime.report import CACHE_COUNTERS_DIR
 from dataflow.batch import Columns, from_rows
@@ -149,6 +150,32 @@ def rows_block(rows: list[dict[str, Any]]) -> pa.Table | Columns:
         return from_rows(rows, [SOURCE])
 
 
+def _runs(run: LineRun, batch: int, aligned) -> Iterator[pa.Table | dict | BadRecord | None]:
+    """The rows of a run of JSON lines: a whole batch as one Arrow table where ``aligned()`` (no rows are pending) and Arrow gives what Python does (``arrow_batch``), else each line parsed by Python.
+
+    A batch holds the same lines either way, so the columns' types are inferred over the same rows.
+    After a batch Arrow does not take, at least ``batch`` lines are parsed by Python before it is
+    asked again (a file of bad lines costs at most one try per batch of them).
+    """
+    from connectors.formats.jsonl_runs import arrow_batch
+    from connectors.formats.lines import jsonl_row
+
+    i, n = 0, len(run.lines)
+    while i < n:
+        floor = i
+        if n - i >= batch and aligned():
+            if (table := arrow_batch(run, i, batch)) is not None:
+                yield table
+                i += batch
+                continue
+            floor = i + batch
+        while i < n:
+            yield jsonl_row(run.src(i), run.lines[i], int64=True)
+            i += 1
+            if i >= floor and aligned():
+                break
+
+
 def _refused(row: dict[str, Any]) -> str | None:
     """Why a read row is refused (a value in a column spelled like dataflow's working columns), else None; such columns holding null are left out."""
     working = [k for k in row if is_working(k)]
@@ -174,7 +201,7 @@ class ReadStream:
 
     def _records(self, uri: str, f):
         from connectors.formats.lines import read_text_blocks
-        from connectors.registry import decompressed, line_reader, typed_jsonl_reader, webdataset_reader
+        from connectors.registry import decompressed, jsonl_runs_reader, line_reader, typed_jsonl_reader, webdataset_reader
 
         if self.fmt == "webdataset":
             yield from webdataset_reader()(uri, f, self.options)
@@ -183,6 +210,8 @@ class ReadStream:
         utf8 = self.options.get("encoding", "utf-8").lower() in ("utf-8", "utf8")
         if self.fmt == "jsonl" and self.options.get("schema"):  # the declared columns, as Arrow tables
             read = typed_jsonl_reader(blocks=utf8)
+        elif self.fmt == "jsonl" and utf8:  # runs of lines, a batch of them parsed at once where Arrow can (``__call__``)
+            read = jsonl_runs_reader(LINES_PER_BATCH)
         else:
             read = read_text_blocks if utf8 and self.fmt == "text" and self.options.get("split") == "line" else line_reader(self.fmt)
         with decompressed(f, uri) as lines:
@@ -200,7 +229,9 @@ class ReadStream:
             kwargs = {"info": json.loads(info)} if before is not None and info else {}
             try:
                 with fs.open(strip_scheme(uri), "rb", **kwargs) as f:
-                    for rec in self._records(uri, f):
+                    for rec in (r for item in self._records(uri, f) for r in (_runs(item, per_batch, lambda: not rows) if isinstance(item, LineRun) else (item,))):
+                        if rec is None:  # a blank line
+                            continue
                         if isinstance(rec, BadRecord):
                             errors.append(ErrorRecord.of_read(rec))
                             continue

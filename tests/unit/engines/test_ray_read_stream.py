@@ -62,3 +62,37 @@ def test_read_rows_become_the_block_ray_data_makes_of_their_columns(rows):
         assert got.schema == want.schema and repr(got.to_pylist()) == repr(want.to_pylist())  # repr: NaN and -0.0 compared too
     elif want is not None:  # left to Ray: a column Arrow cannot type, which Ray keeps as Python objects
         assert any(isinstance(f.type, pa.ExtensionType) for f in want.schema), want.schema
+
+
+def test_untyped_json_lines_give_the_same_blocks_and_errors_with_arrow_batches_as_line_by_line(tmp_path, monkeypatch):
+    """Batches Arrow takes and lines Python parses (bad, blank and long lines, values of two kinds, a second file) give the blocks and row errors of parsing every line."""
+    from connectors.formats import jsonl_runs
+    from dataflow.engines.ray import read
+    from dataflow.runtime.stats import SideOutputs
+
+    monkeypatch.setattr(read, "LINES_PER_BATCH", 8)
+    lines = [json.dumps({"n": i, "level": "INFO", "ctx": {"a": [i, None]}}) for i in range(100)]
+    lines[11] = "not json"
+    lines[12] = ""
+    lines[19] = json.dumps({"n": "nineteen"})  # a string among ints: that batch keeps Python's objects
+    lines[70] = '{"n": ' + "1" * 200 + "}"  # over max_line_bytes
+    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"]
+    files[0].write_text("\n".join(lines[:57]) + "\n")
+    files[1].write_bytes(gzip.compress(("\n".join(lines[57:]) + "\n").encode()))
+    batch = {"uri": np.array([str(f) for f in files]), "info": np.array(["", ""])}
+
+    def run(name):
+        out = tmp_path / name
+        side = SideOutputs(str(out), {}, str(out / "_stats"), str(out / "_errors"))
+        blocks = list(read.ReadStream(str(tmp_path), "jsonl", {"max_line_bytes": 150}, {}, None, side)(batch))
+        errors = sorted(p.read_bytes() for p in (out / "_errors").rglob("*") if p.is_file())
+        return [(str(b.schema), repr(b.to_pylist())) if isinstance(b, pa.Table) else ("columns", repr({k: list(v) for k, v in b.items()})) for b in blocks], errors
+
+    taken = []
+    monkeypatch.setattr(jsonl_runs, "arrow_batch", lambda *a, arrow=jsonl_runs.arrow_batch: taken.append(t := arrow(*a)) or t)
+    got, got_errors = run("arrow")
+    assert sum(t is not None for t in taken) >= 2
+    monkeypatch.setattr(jsonl_runs, "arrow_batch", lambda *a: None)
+    want, want_errors = run("python")
+    assert got == want and ("columns" in dict(want))  # the batch of two kinds stays Python's objects
+    assert got_errors == want_errors and len(want_errors) > 0
