@@ -7,7 +7,10 @@ with the declared schema the hand-written jobs use, ``filter_rows``, struct fiel
 ``regexp_extract`` in ``with_columns``, ``aggregate`` with count, avg and ``percentile_approx``) on Spark and on Ray (DuckDB scanning each read task's files inside the fused query, ``dataflow.engines.ray.fused_read``), a hand-written
 PySpark job and a hand-written DuckDB query. It prints each job's median with min and max, and
 the ratios dataflow-on-Spark / PySpark (target <= 1.05) and dataflow-on-Ray / DuckDB (target <= 1.3).
-``--gzip`` writes the files gzipped (``logs-000.jsonl.gz``), read so by all four jobs.
+``--gzip`` writes the files gzipped (``logs-000.jsonl.gz``), read so by all four jobs. ``--untyped``
+declares no schema: dataflow's source has none (Ray types each batch of lines, Spark infers from a
+sample), PySpark's reader infers it (a pass over all lines first), DuckDB's ``read_ndjson`` detects it.
+There is no target for it; the ratios are printed for reference.
 """
 from __future__ import annotations
 
@@ -86,22 +89,24 @@ def _groups(folder: pathlib.Path) -> dict[tuple[str, str], int]:
     return {(r["service"], r["level"]): r["n"] for r in rows}
 
 
-def dataflow_job(data: pathlib.Path, out: pathlib.Path, engine: str) -> dict:
+def dataflow_job(data: pathlib.Path, out: pathlib.Path, engine: str, untyped: bool = False) -> dict:
     from dataflow.dsl.parse import parse_pipeline
     from dataflow.engines.base import RunOptions
     from dataflow.runner import run_pipeline
 
     doc = json.loads(json.dumps(PIPELINE))
     doc["engine"], doc["source"]["uri"], doc["sink"]["uri"] = engine, str(data), str(out)
+    if untyped:
+        del doc["source"]["options"]
     run_pipeline(parse_pipeline(doc), RunOptions(progress=False))
     return _groups(out)
 
 
-def pyspark_job(spark, data: pathlib.Path, out: pathlib.Path) -> dict:
+def pyspark_job(spark, data: pathlib.Path, out: pathlib.Path, untyped: bool = False) -> dict:
     from pyspark.sql import functions as F
 
     schema = "ts STRING, host STRING, level STRING, service STRING, latency_ms DOUBLE, msg STRING, ctx STRUCT<region: STRING, pod: STRING, attempt: INT>"
-    logs = spark.read.schema(schema).json(str(data))
+    logs = spark.read.json(str(data)) if untyped else spark.read.schema(schema).json(str(data))
     result = (logs.where((F.col("level") != "DEBUG") & F.col("service").isNotNull())
               .withColumn("code", F.regexp_extract("msg", r"code=(\d+)", 1))
               .groupBy("service", "level")
@@ -112,12 +117,15 @@ def pyspark_job(spark, data: pathlib.Path, out: pathlib.Path) -> dict:
     return _groups(out)
 
 
-def duckdb_job(data: pathlib.Path, out: pathlib.Path) -> dict:
+def duckdb_job(data: pathlib.Path, out: pathlib.Path, untyped: bool = False) -> dict:
+    import re
+
     import duckdb
 
     out.mkdir(parents=True, exist_ok=True)
+    query = re.sub(r", columns = \{\{.*?\}\}\)", ")", DUCKDB_QUERY, flags=re.S) if untyped else DUCKDB_QUERY
     with duckdb.connect() as con:
-        con.execute(DUCKDB_QUERY.format(data=data, out=out))
+        con.execute(query.format(data=data, out=out))
     return _groups(out)
 
 
@@ -127,27 +135,27 @@ def _timed(fn, *args) -> tuple[float, dict]:
     return time.monotonic() - start, groups
 
 
-def run(work: pathlib.Path, lines: int, rounds: int, skip_ray: bool = False, skip_spark: bool = False, packed: bool = False) -> int:
+def run(work: pathlib.Path, lines: int, rounds: int, skip_ray: bool = False, skip_spark: bool = False, packed: bool = False, untyped: bool = False) -> int:
     """Generate, time the four jobs in alternated rounds (after one untimed run each), print the table and ratios."""
     data = work / ("logs-gz" if packed else "logs")
     start = time.monotonic()
     size = generate(data, lines, packed=packed)
     print(f"data: {lines:,} JSON log lines ({size / 1e6:.0f} MB in {FILES} {'gzipped ' if packed else ''}files), generated in {time.monotonic() - start:.1f} s under {data}")
-    jobs = {"duckdb": lambda out: duckdb_job(data, out)}
+    jobs = {"duckdb": lambda out: duckdb_job(data, out, untyped)}
     if not skip_ray:
         from dataflow.engines.ray.session import ensure_ray
 
         start = time.monotonic()
         ensure_ray()  # on the main thread
         print(f"ray: started in {time.monotonic() - start:.1f} s (not timed)")
-        jobs["dataflow-ray"] = lambda out: dataflow_job(data, out, "ray")
+        jobs["dataflow-ray"] = lambda out: dataflow_job(data, out, "ray", untyped)
     if not skip_spark:
         from dataflow.engines.spark.session import ensure_spark
 
         spark = ensure_spark()
         print(f"spark: started ({spark.sparkContext.master})")
-        jobs["pyspark"] = lambda out: pyspark_job(spark, data, out)
-        jobs["dataflow-spark"] = lambda out: dataflow_job(data, out, "spark")
+        jobs["pyspark"] = lambda out: pyspark_job(spark, data, out, untyped)
+        jobs["dataflow-spark"] = lambda out: dataflow_job(data, out, "spark", untyped)
     times: dict[str, list[float]] = {k: [] for k in jobs}
     expected = None
     for r in range(rounds + 1):  # round 0 warms each job up (imports, JIT, first Ray tasks); alternated order after it
@@ -170,5 +178,5 @@ def run(work: pathlib.Path, lines: int, rounds: int, skip_ray: bool = False, ski
         ratios["spark_vs_pyspark"] = round(stats["dataflow-spark"]["median_s"] / stats["pyspark"]["median_s"], 3)
     if "dataflow-ray" in stats:
         ratios["ray_vs_duckdb"] = round(stats["dataflow-ray"]["median_s"] / stats["duckdb"]["median_s"], 3)
-    print(json.dumps({"lines": lines, "groups": len(expected or {}), "load_avg": os.getloadavg(), "jobs": stats, "ratios": ratios}))
+    print(json.dumps({"lines": lines, "untyped": untyped, "groups": len(expected or {}), "load_avg": os.getloadavg(), "jobs": stats, "ratios": ratios}))
     return 0

@@ -14,9 +14,10 @@ the Ray engine for reference.
 
 Usage: python benchmarks/spark_table.py [--links 1000] [--hours 24] [--rounds 4] [--skip-ray] [--workdir DIR]
 
-``--workload logs [--lines 2000000] [--gzip]`` runs the logs workload instead (``benchmarks/spark_logs.py``):
+``--workload logs [--lines 2000000] [--gzip] [--untyped]`` runs the logs workload instead (``benchmarks/spark_logs.py``):
 JSON log lines through filter, columns and an aggregate, dataflow on Spark and on Ray against
-hand-written PySpark and a hand-written DuckDB query.
+hand-written PySpark and a hand-written DuckDB query (``--untyped``: no declared schema anywhere, each
+job infers the types).
 """
 from __future__ import annotations
 
@@ -154,12 +155,13 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=2_000_000, help="JSON log lines of the logs workload")
     parser.add_argument("--skip-spark", action="store_true", help="logs workload: time DuckDB and Ray only")
     parser.add_argument("--gzip", action="store_true", help="logs workload: the files gzipped")
+    parser.add_argument("--untyped", action="store_true", help="logs workload: no declared schema, each job infers the types")
     args = parser.parse_args()
     work = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="dataflow-bench-"))
     if args.workload == "logs":
         from benchmarks.spark_logs import run
 
-        return run(work, args.lines, args.rounds, skip_ray=args.skip_ray, skip_spark=args.skip_spark, packed=args.gzip)
+        return run(work, args.lines, args.rounds, skip_ray=args.skip_ray, skip_spark=args.skip_spark, packed=args.gzip, untyped=args.untyped)
     data = work / "data"
     start = time.monotonic()
     info = generate(data, fibres=args.links // 2, hours=args.hours)  # two reporting ends (links) a fibre

@@ -46,6 +46,7 @@ class LineRun(NamedTuple):
     source: str
     first: int
     lines: list[bytes]
+    size: int = 0  # bytes of ``lines``, where the reader counts them
 
     def src(self, i: int) -> str:
         """The lineage of ``lines[i]``."""
@@ -78,11 +79,12 @@ def read_jsonl_runs(source: str, f: BinaryIO, options: dict[str, Any], multiple:
         if number == 0 and not held.lines and chunks and chunks[0].startswith(_BOM):
             chunks[0] = chunks[0][3:]
         lines = held.lines + chunks
-        cut = len(lines) - len(lines) % multiple
+        # Carried to the next block: the lines past the last multiple, unless they hold more than a batch Arrow takes
+        cut = len(lines) - len(lines) % multiple if held.size + len(block) <= _MAX_BATCH_BYTES else len(lines)
         if cut:
             yield LineRun(source, held.first, lines[:cut])
         number += cut
-        held = LineRun(source, held.first + cut, lines[cut:])
+        held = LineRun(source, held.first + cut, lines[cut:], sum(map(len, lines[cut:])))
     if held.lines:
         yield held
 
@@ -92,10 +94,10 @@ def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
     import pyarrow.json as pj
 
     lines = run.lines[start : start + count]
-    if not lines or not all(lines) or any(len(raw) > MAX_DEPTH and too_deep(raw) is not None for raw in lines):
+    if not lines or sum(map(len, lines)) > _MAX_BATCH_BYTES or not all(lines) or any(len(raw) > MAX_DEPTH and too_deep(raw) is not None for raw in lines):
         return None
     data = b"\n".join(lines)
-    if len(data) > _MAX_BATCH_BYTES or b"\r" in data or _LONG_NUMBER in data.translate(_DIGIT):
+    if b"\r" in data or _LONG_NUMBER in data.translate(_DIGIT):
         return None
     buf = np.frombuffer(data, np.uint8)
     breaks = np.flatnonzero(buf == 10)

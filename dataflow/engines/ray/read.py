@@ -188,7 +188,7 @@ def _refused(row: dict[str, Any]) -> str | None:
 
 
 class ReadStream:
-    """Stream files into rows: UTF-8 typed jsonl and text lines a block at a time, other line formats line by line, WebDataset shards sample by sample.
+    """Stream files into rows: UTF-8 typed jsonl and text lines a block at a time, untyped UTF-8 jsonl a batch at a time where Arrow reads it as Python does (``_runs``), other line formats line by line, WebDataset shards sample by sample.
 
     A bad line (or damaged member, or the damaged end of a compressed file) is a row error; the
     rows before it are kept. ``fmt`` is the source format (``text``, ``jsonl``, ``csv`` or

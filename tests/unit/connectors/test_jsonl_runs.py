@@ -99,8 +99,13 @@ def test_a_batch_inside_a_run_is_numbered_from_its_place():
     b'{"a": 1}\n' + b'{"a": "' + b"x" * 300 + b'"}\n{"a": 3}\n',  # a line over max_line_bytes
     b"",
 ])
-@pytest.mark.parametrize("multiple", [1, 3])
-def test_runs_number_lines_as_line_by_line(data, multiple):
+@pytest.mark.parametrize(("multiple", "carried"), [(1, 1 << 20), (3, 1 << 20), (3, 10)])
+def test_runs_number_lines_as_line_by_line(data, multiple, carried, monkeypatch):
+    """Runs (a multiple of lines, or what is held once it outgrows a batch Arrow takes) give the rows and errors of line by line."""
+    from connectors.formats import jsonl_runs
+
+    monkeypatch.setattr(jsonl_runs, "_MAX_BATCH_BYTES", carried)
+    monkeypatch.setattr(jsonl_runs, "_BLOCK", 16)  # a block of a line or two: lines carried from block to block
     options = {"max_line_bytes": 100}
     runs = list(read_jsonl_runs(SRC, io.BytesIO(data), options, multiple))
     flat = []
