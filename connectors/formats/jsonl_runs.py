@@ -94,7 +94,7 @@ def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
     import pyarrow.json as pj
 
     lines = run.lines[start : start + count]
-    if not lines or sum(map(len, lines)) > _MAX_BATCH_BYTES or not all(lines) or any(len(raw) > MAX_DEPTH and too_deep(raw) is not None for raw in lines):
+    if not lines or sum(map(len, lines)) > _MAX_BATCH_BYTES or not all(lines):
         return None
     data = b"\n".join(lines)
     if b"\r" in data or _LONG_NUMBER in data.translate(_DIGIT):
@@ -102,6 +102,9 @@ def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
     buf = np.frombuffer(data, np.uint8)
     breaks = np.flatnonzero(buf == 10)
     if buf[0] != _OPEN or buf[-1] != _CLOSE or (buf[breaks - 1] != _CLOSE).any() or (buf[breaks + 1] != _OPEN).any():
+        return None
+    bounds = np.r_[-1, breaks, len(data)]  # a line of at most MAX_DEPTH bytes nests no deeper
+    if any(too_deep(data, int(bounds[i]) + 1, int(bounds[i + 1])) is not None for i in np.flatnonzero(np.diff(bounds) - 1 > MAX_DEPTH)):
         return None
     if not data.isascii():
         try:

@@ -78,6 +78,7 @@ def test_batches_arrow_takes(text):
     '{"a": true}\n{"a": 1}',
     '{"__df_x__": 1}',  # a working column's name
     '{"a": ' + "[" * 1001 + "]" * 1001 + "}",  # deeper than Python reads
+    '{"a": 1}\n{"a": ' + "[" * 1001 + "]" * 1001 + '}\n{"a": 2}',  # and among short lines
 ])
 def test_batches_python_parses(text):
     assert arrow_batch(LineRun(SRC, 1, text.encode().split(b"\n")), 0, len(text.split("\n"))) is None
