@@ -10,8 +10,8 @@ as before. Arrow takes the batch only when every line is one JSON object (``{`` 
 last), the batch is valid UTF-8, holds no number of 19 digits or more (Python refuses an integer
 beyond 64 bits; Arrow reads it as a double), no line nests deeper than Python reads
 (``dataflow.nesting``), no column is spelled like dataflow's working columns, and Arrow parses it
-without an error (a repeated key, values of two kinds in a column, NaN, a lone surrogate, a number
-beyond a double's range all are) into nulls, booleans, int64, doubles, strings, lists and structs
+without an error (a repeated key, values of two kinds in a column, a lone surrogate, a number beyond
+a double's range all are; NaN and Infinity it reads as Python does) into nulls, booleans, int64, doubles, strings, lists and structs
 only. Text that Arrow reads as a timestamp is read again as the string it is.
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ def read_jsonl_runs(source: str, f: BinaryIO, options: dict[str, Any], multiple:
 
 def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
     """Lines ``start`` to ``start + count`` of ``run`` as the table their parsed rows make (``__source__`` first), or None where Python must parse them."""
-    import pyarrow.json as pj
+    import pyarrow.compute as pc
 
     lines = run.lines[start : start + count]
     if not lines or sum(map(len, lines)) > _MAX_BATCH_BYTES or not all(lines):
@@ -134,8 +134,6 @@ def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
     if SOURCE in table.column_names:  # the data's own: replaced, as line by line
         table = table.drop_columns([SOURCE])
     numbers = pa.array(np.arange(run.first + start, run.first + start + count)).cast(pa.string())
-    import pyarrow.compute as pc
-
     return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{run.source}{LINE}", numbers, ""))
 
 
