@@ -1,6 +1,6 @@
 """Untyped UTF-8 JSON lines in runs of raw lines, and a batch of such lines as one Arrow table where Arrow gives what Python gives.
 
-``read_jsonl_runs`` cuts a file into lines exactly as ``lines.read_jsonl`` does (LF, CR and CRLF
+``read_jsonl_runs`` cuts a file into lines with ``lines.line_runs``, as ``lines.read_jsonl`` does (LF, CR and CRLF
 breaks, a BOM before the first line, a line over ``max_line_bytes`` and a damaged compressed file
 as row errors), but hands them on a block at a time (``LineRun``), not parsed. The reader then
 takes a whole batch of lines at once (``arrow_batch``): Arrow's JSON reader parses it and infers
@@ -17,87 +17,41 @@ only. Text that Arrow reads as a timestamp is read again as the string it is.
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator, NamedTuple
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from connectors.formats import BadRecord
-from connectors.formats.compressed import DamagedFile
-from connectors.formats.lines import LongLine, damaged, line_blocks, max_line_bytes
+from connectors.formats.lines import LineRun, line_runs, long_number, max_line_bytes
+from connectors.formats.typed_jsonl import with_lineage
 from dataflow.columns import SOURCE, is_working
-from dataflow.lineage import LINE
 from dataflow.nesting import MAX_DEPTH, too_deep
 
-__all__ = ["LineRun", "arrow_batch", "read_jsonl_runs"]
+__all__ = ["arrow_batch", "read_jsonl_runs"]
 
 _BLOCK = 8 << 20  # bytes of lines read at once
-_BOM = b"\xef\xbb\xbf"
-_DIGIT = bytes.maketrans(b"0123456789", b"0" * 10)
-_LONG_NUMBER = b"0" * 19  # as ``lines.loads``: an integer that may not fit 64 bits
 _MAX_BATCH_BYTES = 64 << 20  # a larger batch (of very long lines) is parsed line by line
 _OPEN, _CLOSE = ord("{"), ord("}")
 _NULL_FIRST = re.compile(rb"\[\s*null")  # a list whose first item is null (or text that looks so)
 
 
-class LineRun(NamedTuple):
-    """Consecutive lines of one file: ``lines[i]`` is line ``first + i`` of ``source`` (raw bytes, no line break)."""
-
-    source: str
-    first: int
-    lines: list[bytes]
-    size: int = 0  # bytes of ``lines``, where the reader counts them
-
-    def src(self, i: int) -> str:
-        """The lineage of ``lines[i]``."""
-        return f"{self.source}{LINE}{self.first + i}"
-
-
 def read_jsonl_runs(source: str, f: BinaryIO, options: dict[str, Any], multiple: int = 1) -> Iterator[LineRun | BadRecord]:
-    """The lines of UTF-8 JSON lines ``f`` (plain or decompressed) in runs, numbered as ``lines.read_jsonl`` numbers them; a long line or a damaged file is a row error in its place.
+    """The lines of UTF-8 JSON lines ``f`` (plain or decompressed) in runs (``lines.line_runs``), numbered as ``lines.read_jsonl`` numbers them.
 
-    Each run holds a ``multiple`` of lines but the last before a row error or the file's end.
+    Each run holds a ``multiple`` of lines but the last before a row error or the file's end, and
+    one whose carried lines would hold more than a batch Arrow takes.
     """
-    number, max_line, held = 0, max_line_bytes(options), LineRun(source, 1, [])
-    for block in line_blocks(f, _BLOCK, max_line):
-        if isinstance(block, (DamagedFile, LongLine)):
-            if held.lines:
-                yield held
-            number += len(held.lines)
-            if isinstance(block, DamagedFile):
-                yield damaged(source, block, number)
-                return
-            number += 1
-            yield block.record(f"{source}{LINE}{number}", max_line)
-            held = LineRun(source, number + 1, [])
-            continue
-        chunks = block.split(b"\n")
-        if block.endswith(b"\n"):
-            chunks.pop()
-        if b"\r" in block:  # CR and CRLF inside a chunk are line breaks too, as splitlines cuts them
-            chunks = [raw for chunk in chunks for raw in chunk.splitlines() or [b""]]
-        if number == 0 and not held.lines and chunks and chunks[0].startswith(_BOM):
-            chunks[0] = chunks[0][3:]
-        lines = held.lines + chunks
-        # Carried to the next block: the lines past the last multiple, unless they hold more than a batch Arrow takes
-        cut = len(lines) - len(lines) % multiple if held.size + len(block) <= _MAX_BATCH_BYTES else len(lines)
-        if cut:
-            yield LineRun(source, held.first, lines[:cut])
-        number += cut
-        held = LineRun(source, held.first + cut, lines[cut:], sum(map(len, lines[cut:])))
-    if held.lines:
-        yield held
+    return line_runs(source, f, max_line_bytes(options), _BLOCK, multiple, _MAX_BATCH_BYTES)
 
 
 def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
     """Lines ``start`` to ``start + count`` of ``run`` as the table their parsed rows make (``__source__`` first), or None where Python must parse them."""
-    import pyarrow.compute as pc
-
     lines = run.lines[start : start + count]
     if not lines or sum(map(len, lines)) > _MAX_BATCH_BYTES or not all(lines):
         return None
     data = b"\n".join(lines)
-    if b"\r" in data or _LONG_NUMBER in data.translate(_DIGIT):
+    if b"\r" in data or long_number(data):
         return None
     buf = np.frombuffer(data, np.uint8)
     breaks = np.flatnonzero(buf == 10)
@@ -133,8 +87,7 @@ def arrow_batch(run: LineRun, start: int, count: int) -> pa.Table | None:
         return None
     if SOURCE in table.column_names:  # the data's own: replaced, as line by line
         table = table.drop_columns([SOURCE])
-    numbers = pa.array(np.arange(run.first + start, run.first + start + count)).cast(pa.string())
-    return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{run.source}{LINE}", numbers, ""))
+    return with_lineage(table, run.source, np.arange(run.first + start, run.first + start + count))
 
 
 def _parsed(data: bytes, schema: pa.Schema | None, ignore: bool = False) -> pa.Table | None:

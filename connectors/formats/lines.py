@@ -25,7 +25,7 @@ from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 from dataflow.nesting import json_loads
 
-__all__ = ["MAX_LINE", "LongLine", "damaged", "jsonl_row", "line_blocks", "loads", "max_line_bytes", "read_csv", "read_jsonl", "read_text", "read_text_blocks", "read_whole"]
+__all__ = ["MAX_LINE", "LineRun", "LongLine", "damaged", "jsonl_row", "line_blocks", "line_runs", "long_number", "loads", "max_line_bytes", "read_csv", "read_jsonl", "read_text", "read_text_blocks", "read_whole"]
 
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark before the first line is not data
 _BLOCK = 8 << 20  # bytes a block of read_text_blocks reads at once
@@ -187,22 +187,64 @@ def _past_line(read, size: int, cr: bool) -> Generator[DamagedFile | LongLine, N
         return rest[1:] if part[end] == 0x0D and rest[:1] == b"\n" else rest
 
 
-def _lines(source: str, f: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[str, bytes] | BadRecord]:
-    """Each line of ``f`` with its lineage, read in small blocks (``line_blocks``: a damaged stream keeps what the block readers keep, a long line is a row error)."""
-    number = 0
-    for block in line_blocks(f, _PIECE, max_line):
-        if isinstance(block, DamagedFile):
-            yield damaged(source, block, number)
-            return
-        if isinstance(block, LongLine):
+class LineRun(NamedTuple):
+    """Consecutive lines of one file: ``lines[i]`` is line ``first + i`` of ``source`` (raw bytes, no line break)."""
+
+    source: str
+    first: int
+    lines: list[bytes]
+
+    def src(self, i: int) -> str:
+        """The lineage of ``lines[i]``."""
+        return f"{self.source}{LINE}{self.first + i}"
+
+
+def line_runs(source: str, f: BinaryIO, max_line: int = MAX_LINE, size: int = _PIECE, multiple: int = 1, carry: int | None = None) -> Iterator[LineRun | BadRecord]:
+    """The lines of ``f`` numbered (cut at LF, CR and CRLF as ``splitlines`` cuts them, a BOM before the first dropped), a block of ``size`` bytes at a time (``line_blocks``).
+
+    A long line or a damaged stream is a row error in its place. Each run holds a ``multiple`` of
+    lines, the rest carried to the next block, but the last before a row error or the file's end and
+    one whose carried lines and block outgrow ``carry`` bytes.
+    """
+    number, held, held_bytes = 0, [], 0  # lines numbered so far; lines carried, not yet in a run
+    for block in line_blocks(f, size, max_line):
+        if isinstance(block, (DamagedFile, LongLine)):
+            if held:
+                yield LineRun(source, number + 1, held)
+            number += len(held)
+            held, held_bytes = [], 0
+            if isinstance(block, DamagedFile):
+                yield damaged(source, block, number)
+                return
             number += 1
             yield block.record(f"{source}{LINE}{number}", max_line)
             continue
         chunks = block.split(b"\n")
-        for chunk in chunks[:-1] if block.endswith(b"\n") else chunks:  # split at LF; CR and CRLF inside are split below, as splitlines does
-            for raw in chunk.splitlines() or [b""]:
-                number += 1
-                yield f"{source}{LINE}{number}", raw[3:] if number == 1 and raw.startswith(_BOM) else raw
+        if block.endswith(b"\n"):
+            chunks.pop()
+        if b"\r" in block:  # CR and CRLF inside a chunk are line breaks too
+            chunks = [raw for chunk in chunks for raw in chunk.splitlines() or [b""]]
+        if number == 0 and not held and chunks and chunks[0].startswith(_BOM):
+            chunks[0] = chunks[0][3:]
+        lines = held + chunks
+        cut = len(lines) if carry is not None and held_bytes + len(block) > carry else len(lines) - len(lines) % multiple
+        if cut:
+            yield LineRun(source, number + 1, lines[:cut])
+        number += cut
+        held = lines[cut:]
+        held_bytes = sum(map(len, held))
+    if held:
+        yield LineRun(source, number + 1, held)
+
+
+def _lines(source: str, f: BinaryIO, max_line: int = MAX_LINE) -> Iterator[tuple[str, bytes] | BadRecord]:
+    """Each line of ``f`` with its lineage (``line_runs``: a damaged stream keeps what the block readers keep, a long line is a row error)."""
+    for run in line_runs(source, f, max_line):
+        if isinstance(run, BadRecord):
+            yield run
+            continue
+        for i, raw in enumerate(run.lines):
+            yield run.src(i), raw
 
 
 def _decode(src: str, raw: bytes, encoding: str) -> str | BadRecord:
@@ -351,6 +393,11 @@ _DIGIT = bytes.maketrans(b"0123456789", b"0" * 10)
 _LONG_NUMBER = b"0" * 19  # 19 digits in a row: an integer that may not fit 64 bits (orjson reads it as a float), or a long mantissa
 
 
+def long_number(raw: bytes) -> bool:
+    """Whether ``raw`` holds 19 digits in a row: an integer that may not fit 64 bits (orjson and Arrow read one as a float), or a long mantissa."""
+    return _LONG_NUMBER in raw.translate(_DIGIT)
+
+
 def loads(text: str, raw: bytes | None = None, int64: bool = False) -> Any:
     """``json.loads(text)`` (``raw``: its UTF-8 bytes, if so): the same value and the same error, in under half the time where orjson reads it the same.
 
@@ -362,7 +409,7 @@ def loads(text: str, raw: bytes | None = None, int64: bool = False) -> Any:
     ``nesting.MAX_DEPTH`` (Spark's, 1,000) where ``json`` does. ``int64``: an integer out of the
     64-bit range is a ``JSONDecodeError`` (only ``json`` reads one: it has 19 digits or more).
     """
-    if raw is not None and _LONG_NUMBER not in raw.translate(_DIGIT):
+    if raw is not None and not long_number(raw):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -29,7 +29,7 @@ from dataflow.columns import SOURCE
 from dataflow.lineage import LINE
 from dataflow.nesting import deep_call, too_deep
 
-__all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks"]
+__all__ = ["arrow_schema", "read_typed_jsonl", "read_typed_jsonl_blocks", "with_lineage"]
 
 _BOM = b"\xef\xbb\xbf"
 _BLOCK = 8 << 20  # bytes read and checked at once
@@ -212,7 +212,7 @@ def read_typed_jsonl_blocks(source: str, f: BinaryIO, options: dict[str, Any]) -
             else:
                 table, numbers, lines = parsed
                 if table.num_rows:
-                    yield _with_lineage(table, source, numbers + number)
+                    yield with_lineage(table, source, numbers + number)
                 number += lines
 
 
@@ -269,7 +269,8 @@ def _ends(buf: np.ndarray) -> np.ndarray:
     return ends if len(buf) and buf[-1] == 10 else np.r_[ends, len(buf)]
 
 
-def _with_lineage(table: pa.Table, source: str, numbers: np.ndarray) -> pa.Table:
+def with_lineage(table: pa.Table, source: str, numbers: np.ndarray) -> pa.Table:
+    """``table`` with ``__source__`` first: ``<source>#line=N`` for each row's line number in ``numbers``."""
     import pyarrow.compute as pc
 
     return table.add_column(0, SOURCE, pc.binary_join_element_wise(f"{source}{LINE}", pa.array(numbers).cast(pa.string()), ""))

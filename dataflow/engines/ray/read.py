@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from connectors.formats import GONE, BadRecord, gone
-from connectors.formats.jsonl_runs import LineRun
+from connectors.formats.lines import LineRun
 from dataflow.columns import SOURCE, is_working, working_column_reason
 from dataflow.runtime.report import CACHE_COUNTERS_DIR
 from dataflow.batch import Columns, from_rows

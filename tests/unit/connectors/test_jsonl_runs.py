@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connectors.formats import BadRecord
-from connectors.formats.jsonl_runs import LineRun, arrow_batch, read_jsonl_runs
-from connectors.formats.lines import jsonl_row, read_jsonl
+from connectors.formats.jsonl_runs import arrow_batch, read_jsonl_runs
+from connectors.formats.lines import LineRun, jsonl_row, read_jsonl
 from dataflow.engines.ray.read import rows_block
 
 SRC = "/data/f.jsonl"
